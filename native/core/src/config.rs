@@ -1,0 +1,93 @@
+//! Scheduler and task settings, checked once when they are given.
+
+use crate::error::Error;
+
+/// Settings of one [`Scheduler`](crate::Scheduler).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// Cap on submitted-but-unfinished records over all tasks. It is also the size of the slot
+    /// table: slots are numbers in `0..max_inflight`.
+    pub max_inflight: u32,
+    /// Default cap on submitted-but-unfinished records of one task (a task may override it).
+    pub max_inflight_per_task: u32,
+    /// How many tasks may be registered at once.
+    pub max_tasks: u32,
+    /// Partition numbers a task may use are `0..max_partitions_per_task`.
+    pub max_partitions_per_task: u32,
+    /// Record wait and run times of every `2^timing_sample_shift`-th record (0 = every record).
+    pub timing_sample_shift: u8,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            max_inflight: 10_000,
+            max_inflight_per_task: 1_000,
+            max_tasks: 4_096,
+            max_partitions_per_task: 1_024,
+            timing_sample_shift: 0,
+        }
+    }
+}
+
+/// Upper bound for `max_inflight`: slots are `u32` and the slot table is allocated up front.
+pub const MAX_SLOTS: u32 = 1 << 24;
+/// Upper bound for `max_tasks`.
+pub const MAX_TASKS: u32 = 1 << 20;
+/// Upper bound for `max_partitions_per_task`.
+pub const MAX_PARTITIONS: u32 = 1 << 16;
+
+impl SchedulerConfig {
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |name: &'static str, reason: String| Err(Error::InvalidConfig { name, reason });
+        if self.max_inflight == 0 || self.max_inflight > MAX_SLOTS {
+            return bad(
+                "max_inflight",
+                format!("must be within 1..={MAX_SLOTS}, got {}", self.max_inflight),
+            );
+        }
+        if self.max_inflight_per_task == 0 {
+            return bad("max_inflight_per_task", "must be at least 1, got 0".into());
+        }
+        if self.max_tasks == 0 || self.max_tasks > MAX_TASKS {
+            return bad(
+                "max_tasks",
+                format!("must be within 1..={MAX_TASKS}, got {}", self.max_tasks),
+            );
+        }
+        if self.max_partitions_per_task == 0 || self.max_partitions_per_task > MAX_PARTITIONS {
+            return bad(
+                "max_partitions_per_task",
+                format!(
+                    "must be within 1..={MAX_PARTITIONS}, got {}",
+                    self.max_partitions_per_task
+                ),
+            );
+        }
+        if self.timing_sample_shift > 16 {
+            return bad(
+                "timing_sample_shift",
+                format!("must be within 0..=16, got {}", self.timing_sample_shift),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// How records without a key are ordered within a task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NullKeyOrdering {
+    /// All null-key records of a task share one serial lane (like one key).
+    #[default]
+    Serial,
+    /// Null-key records run in any order, any number at once.
+    Unordered,
+}
+
+/// Settings of one task, given at registration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskOptions {
+    pub null_keys: NullKeyOrdering,
+    /// Overrides [`SchedulerConfig::max_inflight_per_task`] for this task.
+    pub max_inflight: Option<u32>,
+}

@@ -1,0 +1,73 @@
+//! streamshard's shard scheduler.
+//!
+//! A Kafka Streams task hands each record's numbers (task, partition, offset, key hash, slot) to
+//! [`Scheduler::submit`]; worker threads take runnable records with [`Scheduler::poll`] and
+//! report them with [`Scheduler::complete`] or [`Scheduler::fail`]. The scheduler never sees the
+//! record itself: the caller keeps it in a slot table indexed by the slot number.
+//!
+//! # Guarantees
+//!
+//! - **Per-key FIFO.** Records of one task with the same key hash (or all null-key records of a
+//!   task, unless the task asks for unordered null keys) run one at a time, in submission order.
+//!   Two keys whose hashes collide share a lane: they serialize, they are never reordered.
+//! - **No loss, no duplicate.** A slot is handed out at most once per submission, and every
+//!   submitted slot ends exactly one way: completed, failed, or returned by
+//!   `close(DropQueued)`.
+//! - **Watermark.** Per partition, the lowest offset not yet completed successfully, over the
+//!   submitted sequence (offsets may have gaps). A failed record holds it.
+//! - **Fairness.** Tasks with ready records take turns, one record per turn; within a task, keys
+//!   take turns in the order they became ready (a key re-enters at the back after each record).
+//!   A hot key therefore gets at most one record per turn of its task, and a busy task at most
+//!   one per turn of the ring.
+//! - **Bounded memory.** Slots are `0..max_inflight`; per-task and global caps bound unfinished
+//!   records. After warm-up (hash maps and queues at their high-water capacity) the
+//!   submit → poll → complete cycle allocates nothing.
+//!
+//! # Locking design
+//!
+//! One [`std::sync::Mutex`] guards all scheduling state; two condition variables hang off it:
+//! `work_cv` (idle pollers) and `drain_cv` (drains and closes). Each operation takes the lock
+//! once, does O(1) work per record (two hash-map operations on the task's key map, list splices),
+//! and releases it: no allocation in steady state, no I/O, no call into caller code, no
+//! iteration over keys or tasks (closing and removing a task are the exceptions, O(its size)).
+//! `complete_and_poll` lets a worker finish a batch and take the next under one acquisition, and
+//! `poll` hands out up to `max` records per acquisition.
+//!
+//! Wake-ups: a poller that finds nothing counts itself in `idle_pollers` and waits on `work_cv`.
+//! Whoever makes a task's first record ready (submit, or the completion that unblocks a key)
+//! signals one idle poller; a poller that leaves more ready work behind signals the next one, so
+//! wake-ups chain without a thundering herd. A completion that leaves its task with nothing
+//! running wakes the drain waiters when there are any. All waits use timeouts and re-check
+//! their condition, so a spurious or missed-by-timing wake-up costs latency, never correctness.
+//!
+//! Metrics are plain atomics outside the lock. They are written only under the lock (a single
+//! writer at any moment, so relaxed load + store instead of read-modify-write) and read by
+//! [`Scheduler::metrics`] and [`Scheduler::has_capacity`] without it: reading never stalls the
+//! hot path. Values are individually exact; a snapshot may be a few records apart across values.
+//!
+//! # Invariants (kept under the lock)
+//!
+//! 1. A slot is in exactly one state: free, waiting (in one lane's wait list), ready (in its
+//!    task's ready list) or running; the `next` link is used by at most one list at a time.
+//! 2. A lane exists iff its key has an unfinished record; its `active` record is ready or
+//!    running, and every other record of the key waits behind it in submission order. Hence at
+//!    most one record per (task, key) is ready or running.
+//! 3. A task is in the ring iff `in_ring`; a task with ready records and no failure is in it.
+//! 4. `queued + running` of a task equals its unfinished records and never exceeds its cap; the
+//!    sum over tasks never exceeds `max_inflight`.
+//! 5. Per partition, `submitted = queued + running + finished + failed + dropped`, and the
+//!    watermark is the offset of the first record in submission order not finished successfully.
+
+mod config;
+mod error;
+pub mod histogram;
+mod metrics;
+mod partition;
+mod scheduler;
+
+pub use config::{NullKeyOrdering, SchedulerConfig, TaskOptions};
+pub use error::{Error, Remaining, TaskFailure, TaskId};
+pub use histogram::HistogramSnapshot;
+pub use metrics::{MetricsSnapshot, TaskMetrics, Totals};
+pub use partition::PartitionProgress;
+pub use scheduler::{Capacity, CloseMode, Scheduler, TaskHandle};
