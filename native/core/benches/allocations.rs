@@ -1,1 +1,69 @@
-fn main() {}
+//! Heap allocations per record in steady state, counted with a counting global allocator.
+//! Prints one line per scenario; `tests/alloc.rs` asserts the single-threaded case is zero.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use streamshard_workload::KeyDist;
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn main() {
+    const N: u64 = 1_000_000;
+    for (name, dist) in common::dists() {
+        let mut cyc = common::Cycle::new(common::key_table(&dist, 1 << 16), 64);
+        cyc.run(N); // warm-up
+        let before = ALLOCS.load(Relaxed);
+        cyc.run(N);
+        let n = ALLOCS.load(Relaxed) - before;
+        println!(
+            "allocations cycle/{name}: {n} in {N} records = {:.6} per record",
+            n as f64 / N as f64
+        );
+    }
+    // Multi-threaded: thread start-up and the free-slot list are the harness's own; the
+    // difference between a short and a long run is what the scheduler adds per record.
+    let keys = common::key_table(
+        &KeyDist::Zipf {
+            keys: 10_000,
+            s: 1.1,
+        },
+        1 << 16,
+    );
+    let count = |records| {
+        let before = ALLOCS.load(Relaxed);
+        common::threaded(records, &keys, 2, 32, 1, 4_096);
+        ALLOCS.load(Relaxed) - before
+    };
+    let short = count(100_000);
+    let long = count(1_100_000);
+    println!(
+        "allocations 1sub-2poll/zipf1.1/10000: {short} for 100000 records, {long} for 1100000 records: {:.6} per extra record",
+        long.saturating_sub(short) as f64 / 1_000_000.0
+    );
+}

@@ -70,4 +70,4 @@ pub use error::{Error, Remaining, TaskFailure, TaskId};
 pub use histogram::HistogramSnapshot;
 pub use metrics::{MetricsSnapshot, TaskMetrics, Totals};
 pub use partition::PartitionProgress;
-pub use scheduler::{Capacity, CloseMode, Scheduler, TaskHandle};
+pub use scheduler::{Capacity, CloseMode, Scheduler, Submission, TaskHandle};

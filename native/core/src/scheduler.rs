@@ -1,10 +1,11 @@
 //! The scheduler: task table, per-key lanes, ready lists, the task ring and the wait paths.
 //! See the crate documentation for the locking design and the invariants.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::config::{NullKeyOrdering, SchedulerConfig, TaskOptions};
@@ -12,6 +13,12 @@ use crate::error::{Error, Remaining, TaskFailure, TaskId};
 use crate::histogram::{bucket_of, AtomicHistogram};
 use crate::metrics::{pack_id, MetricsSnapshot, TaskCounters, TotalCounters};
 use crate::partition::{PartitionProgress, PartitionTracker};
+
+/// How long an out-of-work poller spins before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Attempts to take the lock by spinning before blocking on it.
+const LOCK_SPINS: u32 = 40;
 
 /// End of an intrusive list.
 const NIL: u32 = u32::MAX;
@@ -35,6 +42,15 @@ impl TaskHandle {
             generation: (raw >> 32) as u32,
         }
     }
+}
+
+/// One record for [`Scheduler::submit_batch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submission {
+    pub partition: u32,
+    pub offset: i64,
+    pub key: Option<u64>,
+    pub slot: u32,
 }
 
 /// Room left after a successful submit.
@@ -207,6 +223,8 @@ struct State {
     /// Running records over all tasks (`unfinished - running` are queued).
     running: u32,
     idle_pollers: u32,
+    /// A poller is spinning outside the lock, watching `ready_hint` (at most one at a time).
+    spinning: bool,
     drain_waiters: u32,
     shutdown: bool,
     sample_seq: u64,
@@ -221,11 +239,28 @@ pub struct Scheduler {
     /// Drains and closes wait here for running records to end.
     drain_cv: Condvar,
     counters: Box<[TaskCounters]>,
+    /// Whether the ring is non-empty, for the spinning poller (a hint: it re-checks under the
+    /// lock before taking anything or going to sleep).
+    ready_hint: AtomicBool,
     totals: TotalCounters,
     wait_ns: AtomicHistogram,
     run_ns: AtomicHistogram,
     key_depths: AtomicHistogram,
     epoch: Instant,
+}
+
+/// Condition variables to signal once the lock is released.
+#[derive(Clone, Copy, Default)]
+struct Wake {
+    work: bool,
+    drains: bool,
+}
+
+impl Wake {
+    fn add(&mut self, other: Wake) {
+        self.work |= other.work;
+        self.drains |= other.drains;
+    }
 }
 
 /// Wait condition of a drain or close.
@@ -281,6 +316,7 @@ impl Scheduler {
             unfinished: 0,
             running: 0,
             idle_pollers: 0,
+            spinning: false,
             drain_waiters: 0,
             shutdown: false,
             sample_seq: 0,
@@ -293,6 +329,7 @@ impl Scheduler {
             state: Mutex::new(state),
             work_cv: Condvar::new(),
             drain_cv: Condvar::new(),
+            ready_hint: AtomicBool::new(false),
             totals: TotalCounters::default(),
             wait_ns: AtomicHistogram::new(),
             run_ns: AtomicHistogram::new(),
@@ -308,6 +345,19 @@ impl Scheduler {
     /// No code under the lock calls out or panics on caller input, so a poisoned lock can only
     /// follow a bug inside this crate; the state is still the last consistent one written.
     fn lock(&self) -> MutexGuard<'_, State> {
+        // Critical sections are short (a poller's batch is a few microseconds): spinning for
+        // about that long is far cheaper than sleeping in the kernel and being woken.
+        for i in 0..LOCK_SPINS {
+            match self.state.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    for _ in 0..(1 << i.min(6)) {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+        }
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -481,8 +531,61 @@ impl Scheduler {
         key: Option<u64>,
         slot: u32,
     ) -> Result<Capacity, Error> {
-        let mut guard = self.lock();
-        let st = &mut *guard;
+        let mut st = self.lock();
+        let mut work = false;
+        let r = self.submit_locked(&mut st, h, partition, offset, key, slot, &mut work);
+        drop(st);
+        self.signal(Wake {
+            work,
+            drains: false,
+        });
+        r
+    }
+
+    /// Submits several records of one task in order under one lock acquisition, as
+    /// [`submit`](Self::submit) would one by one. Stops at the first refused record: returns
+    /// how many were accepted and, if one was refused, why. The capacity is the one after the
+    /// last accepted record.
+    pub fn submit_batch(
+        &self,
+        h: TaskHandle,
+        records: &[Submission],
+    ) -> (usize, Result<Capacity, Error>) {
+        let mut st = self.lock();
+        let mut work = false;
+        let mut last = Ok(Capacity::Available);
+        let mut n = 0;
+        for r in records {
+            match self.submit_locked(&mut st, h, r.partition, r.offset, r.key, r.slot, &mut work) {
+                Ok(c) => {
+                    last = Ok(c);
+                    n += 1;
+                }
+                Err(e) => {
+                    last = Err(e);
+                    break;
+                }
+            }
+        }
+        drop(st);
+        self.signal(Wake {
+            work,
+            drains: false,
+        });
+        (n, last)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit_locked(
+        &self,
+        st: &mut State,
+        h: TaskHandle,
+        partition: u32,
+        offset: i64,
+        key: Option<u64>,
+        slot: u32,
+        wake: &mut bool,
+    ) -> Result<Capacity, Error> {
         if st.shutdown {
             return Err(Error::Shutdown);
         }
@@ -600,9 +703,7 @@ impl Scheduler {
         self.totals
             .submitted
             .store(self.totals.submitted.load(Relaxed) + 1, Relaxed);
-        if ready {
-            self.make_ready(st, h.index, slot);
-        }
+        *wake |= ready && self.make_ready(st, h.index, slot);
         self.publish_task(st, h.index);
         self.publish_totals(st);
         Ok(full)
@@ -621,19 +722,21 @@ impl Scheduler {
         self.totals.running.store(st.running, Relaxed);
     }
 
-    /// Puts `slot` at the end of its task's ready list, enters the task into the ring and wakes
-    /// a poller if one is idle.
-    fn make_ready(&self, st: &mut State, ti: u32, slot: u32) {
+    /// Puts `slot` at the end of its task's ready list and enters the task into the ring.
+    /// Returns whether an idle poller should be woken (the caller signals after unlocking, so
+    /// the woken thread does not run into the lock still held).
+    fn make_ready(&self, st: &mut State, ti: u32, slot: u32) -> bool {
         let State {
             slots,
             tasks,
             ring_head,
             ring_tail,
             idle_pollers,
+            spinning,
             ..
         } = st;
         let Some(t) = tasks[ti as usize].as_mut() else {
-            return;
+            return false;
         };
         let e = &mut slots[slot as usize];
         e.state = SlotState::Ready;
@@ -646,9 +749,20 @@ impl Scheduler {
         t.ready_tail = slot;
         if !t.in_ring && t.failure.is_none() {
             ring_push(ring_head, ring_tail, tasks, ti);
-            if *idle_pollers > 0 {
-                self.work_cv.notify_one();
-            }
+            self.ready_hint.store(true, Relaxed);
+            // A spinning poller will see the hint; otherwise wake a sleeping one.
+            return *idle_pollers > 0 && !*spinning;
+        }
+        false
+    }
+
+    /// Signals after the lock is released.
+    fn signal(&self, wake: Wake) {
+        if wake.work {
+            self.work_cv.notify_one();
+        }
+        if wake.drains {
+            self.drain_cv.notify_all();
         }
     }
 
@@ -698,7 +812,9 @@ impl Scheduler {
             out.push(slot);
             n += 1;
             let again = t.ready_head != NIL;
-            self.publish(ti, t);
+            let c = &self.counters[ti as usize];
+            c.queued.store(t.queued, Relaxed);
+            c.running.store(t.running, Relaxed);
             if again {
                 ring_push(ring_head, ring_tail, tasks, ti);
             }
@@ -707,6 +823,7 @@ impl Scheduler {
             st.running += n as u32;
             self.publish_totals(st);
         }
+        self.ready_hint.store(st.ring_head != NIL, Relaxed);
         n
     }
 
@@ -727,24 +844,43 @@ impl Scheduler {
         timeout: Duration,
     ) -> Result<usize, Error> {
         let mut st = self.lock();
+        let mut wake = Wake::default();
         for &slot in done {
-            self.finish(&mut st, slot, None)?;
+            match self.finish(&mut st, slot, None) {
+                Ok(w) => wake.add(w),
+                Err(e) => {
+                    drop(st);
+                    self.signal(wake);
+                    return Err(e);
+                }
+            }
         }
         if max == 0 {
+            drop(st);
+            self.signal(wake);
             return Ok(0);
         }
+        // This poller takes work itself: it wakes another one only for work it leaves behind.
+        wake.work = false;
         let mut deadline = None;
+        let mut spun = false;
         loop {
             if st.shutdown {
+                drop(st);
+                self.signal(wake);
                 return Err(Error::Shutdown);
             }
             let n = self.take_ready(&mut st, out, max);
             if n > 0 {
                 // Chain the wake-up: more ready work than this poller took.
-                if st.ring_head != NIL && st.idle_pollers > 0 {
-                    self.work_cv.notify_one();
-                }
+                wake.work = st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning;
+                drop(st);
+                self.signal(wake);
                 return Ok(n);
+            }
+            if wake.drains {
+                self.drain_cv.notify_all();
+                wake.drains = false;
             }
             let now = Instant::now();
             let deadline = *deadline.get_or_insert_with(|| now.checked_add(timeout));
@@ -753,6 +889,17 @@ impl Scheduler {
                 Some(d) => d - now,
                 None => Duration::from_secs(3600), // "forever"; re-checked on every wake-up
             };
+            if !spun && !st.spinning {
+                // Spin briefly before sleeping: work that arrives within the spin costs no
+                // futex wake-up and no context switch, for the submitter or for us.
+                spun = true;
+                st.spinning = true;
+                drop(st);
+                self.spin_for_work(left.min(SPIN));
+                st = self.lock();
+                st.spinning = false;
+                continue;
+            }
             st.idle_pollers += 1;
             st = match self.work_cv.wait_timeout(st, left) {
                 Ok((g, _)) => g,
@@ -762,11 +909,31 @@ impl Scheduler {
         }
     }
 
+    /// Watches `ready_hint` for up to `budget`, yielding the CPU between looks.
+    fn spin_for_work(&self, budget: Duration) {
+        let start = Instant::now();
+        let mut i = 0u32;
+        while !self.ready_hint.load(Relaxed) {
+            i += 1;
+            if i < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+                if i % 8 == 0 && start.elapsed() >= budget {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Marks a running record as successfully finished; the next record of its key (if any)
     /// becomes ready.
     pub fn complete(&self, slot: u32) -> Result<(), Error> {
         let mut st = self.lock();
-        self.finish(&mut st, slot, None)
+        let wake = self.finish(&mut st, slot, None)?;
+        drop(st);
+        self.signal(wake);
+        Ok(())
     }
 
     /// Marks a running record as failed. The task fails: it keeps the first failure for its
@@ -774,10 +941,14 @@ impl Scheduler {
     /// its queued ones; the failed offset holds the partition's watermark. No retry.
     pub fn fail(&self, slot: u32, message: &str) -> Result<(), Error> {
         let mut st = self.lock();
-        self.finish(&mut st, slot, Some(message))
+        let wake = self.finish(&mut st, slot, Some(message))?;
+        drop(st);
+        self.signal(wake);
+        Ok(())
     }
 
-    fn finish(&self, st: &mut State, slot: u32, failure: Option<&str>) -> Result<(), Error> {
+    /// Ends a running record; returns whom to wake once the lock is released.
+    fn finish(&self, st: &mut State, slot: u32, failure: Option<&str>) -> Result<Wake, Error> {
         let State {
             slots,
             tasks,
@@ -833,41 +1004,42 @@ impl Scheduler {
         }
         slots[slot as usize] = FREE_SLOT;
 
-        let lane = if !e.null_key {
-            t.lanes.get_mut(&e.key)
-        } else if t.null_keys == NullKeyOrdering::Serial {
-            Some(&mut t.null_lane)
-        } else {
-            None
-        };
+        // Advance the key's lane: the next waiting record becomes active, or the lane goes.
         let mut next = NIL;
-        if let Some(l) = lane {
-            self.move_depth(l.depth, l.depth - 1);
-            l.depth -= 1;
-            next = l.wait_head;
-            if next == NIL {
-                *l = IDLE_LANE;
-                if !e.null_key {
-                    t.lanes.remove(&e.key);
-                }
-            } else {
-                l.active = next;
-                l.wait_head = slots[next as usize].next;
-                if l.wait_head == NIL {
-                    l.wait_tail = NIL;
+        if !e.null_key {
+            // One hash lookup: the occupied entry is updated or removed in place.
+            if let Entry::Occupied(mut o) = t.lanes.entry(e.key) {
+                next = self.advance_lane(slots, o.get_mut());
+                if next == NIL {
+                    o.remove();
                 }
             }
+        } else if t.null_keys == NullKeyOrdering::Serial {
+            next = self.advance_lane(slots, &mut t.null_lane);
         }
-        let wake_drains = *drain_waiters > 0 && t.running == 0;
-        if next != NIL {
-            self.make_ready(st, ti, next);
-        }
+        let drains = *drain_waiters > 0 && t.running == 0;
+        let work = next != NIL && self.make_ready(st, ti, next);
         self.publish_task(st, ti);
         self.publish_totals(st);
-        if wake_drains {
-            self.drain_cv.notify_all();
+        Ok(Wake { work, drains })
+    }
+
+    /// Ends the lane's active record: returns the next waiting record (now active), or `NIL`
+    /// with the lane reset to idle.
+    fn advance_lane(&self, slots: &[SlotEntry], l: &mut Lane) -> u32 {
+        self.move_depth(l.depth, l.depth - 1);
+        l.depth -= 1;
+        let next = l.wait_head;
+        if next == NIL {
+            *l = IDLE_LANE;
+        } else {
+            l.active = next;
+            l.wait_head = slots[next as usize].next;
+            if l.wait_head == NIL {
+                l.wait_tail = NIL;
+            }
         }
-        Ok(())
+        next
     }
 
     /// The first failure of a task, if it failed.

@@ -12,6 +12,7 @@ fn sched(slots: u32) -> Scheduler {
     Scheduler::new(SchedulerConfig {
         max_inflight: slots,
         max_inflight_per_task: slots,
+        timing_sample_shift: 0,
         ..SchedulerConfig::default()
     })
     .unwrap()

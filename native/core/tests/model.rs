@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use streamshard_core::{
-    Capacity, CloseMode, Error, NullKeyOrdering, Scheduler, SchedulerConfig, TaskHandle, TaskId,
-    TaskOptions,
+    Capacity, CloseMode, Error, NullKeyOrdering, Scheduler, SchedulerConfig, Submission,
+    TaskHandle, TaskId, TaskOptions,
 };
 
 const SLOTS: u32 = 12;
@@ -27,6 +27,11 @@ enum Op {
         partition: u32,
         key: Option<u64>,
         gap: i64,
+    },
+    /// Several records of one task in one `submit_batch` call.
+    SubmitBatch {
+        task: usize,
+        records: Vec<(u32, Option<u64>, i64)>,
     },
     ResubmitOldOffset {
         task: usize,
@@ -62,6 +67,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (task.clone(), 0..PARTITIONS, prop::option::weighted(0.85, 0u64..6), 1i64..4)
             .prop_map(|(task, partition, key, gap)| Op::Submit { task, partition, key, gap }),
+        2 => (task.clone(), prop::collection::vec(
+                (0..PARTITIONS, prop::option::weighted(0.85, 0u64..6), 1i64..4), 0..6))
+            .prop_map(|(task, records)| Op::SubmitBatch { task, records }),
         1 => (task.clone(), 0..PARTITIONS)
             .prop_map(|(task, partition)| Op::ResubmitOldOffset { task, partition }),
         4 => (1usize..5).prop_map(|max| Op::Poll { max }),
@@ -214,6 +222,7 @@ impl Model {
                 key,
                 gap,
             } => self.submit(task, partition, key, gap),
+            Op::SubmitBatch { task, ref records } => self.submit_batch(task, records),
             Op::ResubmitOldOffset { task, partition } => {
                 let t = &self.tasks[task];
                 let (Some(&last), Some(&slot)) =
@@ -332,68 +341,137 @@ impl Model {
         }
     }
 
-    fn submit(&mut self, task: usize, partition: u32, key: Option<u64>, gap: i64) {
+    /// What a submit to `task` answers now, by the model: the capacity after it, or which
+    /// refusal.
+    fn expected(&self, task: usize) -> Result<Capacity, &'static str> {
         let t = &self.tasks[task];
-        let offset = t.last_offset.get(&partition).map_or(gap - 1, |o| o + gap);
-        let unfinished_total = self
+        let total = self
             .recs
             .iter()
             .filter(|r| matches!(r.st, St::Queued | St::Running))
             .count() as u32;
-        let slot = self.free_slots.first().copied().unwrap_or(0);
-        let hash = key.map(|k| k % 4);
-        let got = self.sched.submit(t.handle, partition, offset, hash, slot);
-        let task_unfinished = self.unfinished(task).len() as u32;
+        let mine = self.unfinished(task).len() as u32;
         if t.closed {
-            assert_eq!(got, Err(Error::TaskClosed(t.id)));
-            return;
-        }
-        if t.failed {
-            assert!(matches!(got, Err(Error::TaskFailed(_))), "{got:?}");
-            return;
-        }
-        if task_unfinished >= t.cap {
-            assert!(matches!(got, Err(Error::TaskAtCapacity { .. })), "{got:?}");
-            return;
-        }
-        if unfinished_total >= SLOTS {
-            assert!(
-                matches!(got, Err(Error::GlobalAtCapacity { .. })),
-                "{got:?}"
-            );
-            return;
-        }
-        let cap = got.unwrap();
-        let expect_cap = if task_unfinished + 1 >= t.cap {
-            Capacity::TaskFull
-        } else if unfinished_total + 1 >= SLOTS {
-            Capacity::GlobalFull
+            Err("closed")
+        } else if t.failed {
+            Err("failed")
+        } else if mine >= t.cap {
+            Err("task cap")
+        } else if total >= SLOTS {
+            Err("global cap")
+        } else if mine + 1 >= t.cap {
+            Ok(Capacity::TaskFull)
+        } else if total + 1 >= SLOTS {
+            Ok(Capacity::GlobalFull)
         } else {
-            Capacity::Available
-        };
-        assert_eq!(cap, expect_cap);
-        let unordered = t.unordered_nulls;
-        let generation = t.generation;
-        self.tasks[task].last_offset.insert(partition, offset);
-        self.free_slots.remove(&slot);
+            Ok(Capacity::Available)
+        }
+    }
+
+    fn is_refusal(kind: &str, e: &Error) -> bool {
+        matches!(
+            (kind, e),
+            ("closed", Error::TaskClosed(_))
+                | ("failed", Error::TaskFailed(_))
+                | ("task cap", Error::TaskAtCapacity { .. })
+                | ("global cap", Error::GlobalAtCapacity { .. })
+        )
+    }
+
+    /// Records an accepted submission in the model.
+    fn accept(&mut self, task: usize, sub: Submission) {
+        let t = &mut self.tasks[task];
+        t.last_offset.insert(sub.partition, sub.offset);
+        self.free_slots.remove(&sub.slot);
         self.recs.push(Rec {
             task,
-            generation,
-            partition,
-            offset,
-            lane: match hash {
+            generation: t.generation,
+            partition: sub.partition,
+            offset: sub.offset,
+            lane: match sub.key {
                 Some(h) => Some(h),
-                None if unordered => None,
+                None if t.unordered_nulls => None,
                 None => Some(u64::MAX),
             },
-            slot,
+            slot: sub.slot,
             st: St::Queued,
         });
-        // The slot now in use is refused.
-        assert!(self
+    }
+
+    fn submit(&mut self, task: usize, partition: u32, key: Option<u64>, gap: i64) {
+        let t = &self.tasks[task];
+        let offset = t.last_offset.get(&partition).map_or(gap - 1, |o| o + gap);
+        let sub = Submission {
+            partition,
+            offset,
+            key: key.map(|k| k % 4),
+            slot: self.free_slots.first().copied().unwrap_or(0),
+        };
+        let got = self
             .sched
-            .submit(self.tasks[task].handle, partition, offset + 100, None, slot)
-            .is_err());
+            .submit(t.handle, partition, offset, sub.key, sub.slot);
+        match self.expected(task) {
+            Err(kind) => assert!(
+                got.as_ref().is_err_and(|e| Self::is_refusal(kind, e)),
+                "expected {kind}, got {got:?}"
+            ),
+            Ok(cap) => {
+                assert_eq!(got, Ok(cap));
+                self.accept(task, sub);
+                // The slot now in use is refused.
+                assert!(self
+                    .sched
+                    .submit(
+                        self.tasks[task].handle,
+                        partition,
+                        offset + 100,
+                        None,
+                        sub.slot
+                    )
+                    .is_err());
+            }
+        }
+    }
+
+    fn submit_batch(&mut self, task: usize, records: &[(u32, Option<u64>, i64)]) {
+        // The batch as the model would submit it one by one; record i is only reached if all
+        // before it were accepted, so offsets and slots advance as if they were.
+        let mut offsets = self.tasks[task].last_offset.clone();
+        let mut slots = self.free_slots.clone();
+        let batch: Vec<Submission> = records
+            .iter()
+            .map(|&(partition, key, gap)| {
+                let offset = offsets.get(&partition).map_or(gap - 1, |o| o + gap);
+                offsets.insert(partition, offset);
+                Submission {
+                    partition,
+                    offset,
+                    key: key.map(|k| k % 4),
+                    slot: slots.pop_first().unwrap_or(0),
+                }
+            })
+            .collect();
+        let (n, last) = self.sched.submit_batch(self.tasks[task].handle, &batch);
+        for (i, &sub) in batch.iter().enumerate() {
+            match self.expected(task) {
+                Err(kind) => {
+                    assert_eq!(n, i, "accepted count");
+                    assert!(
+                        last.as_ref().is_err_and(|e| Self::is_refusal(kind, e)),
+                        "expected {kind}, got {last:?}"
+                    );
+                    return;
+                }
+                Ok(cap) => {
+                    assert!(i < n, "record {i} refused: {last:?}");
+                    if i + 1 == batch.len() {
+                        assert_eq!(last, Ok(cap));
+                    }
+                    self.accept(task, sub);
+                }
+            }
+        }
+        assert_eq!(n, batch.len());
     }
 
     fn poll(&mut self, max: usize) {

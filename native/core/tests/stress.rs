@@ -171,8 +171,8 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
                 .sampler(s as u64 + 1)
                 .unwrap();
                 let mut seqs = vec![0u64; TASKS * KEYS];
-                let mut offsets = vec![[0i64; 2]; TASKS];
-                let mut sent = vec![0u64; TASKS];
+                let mut offsets = [[0i64; 2]; TASKS];
+                let mut sent = [0u64; TASKS];
                 let mut turn = 0usize;
                 while sent.iter().sum::<u64>() < PER_TASK * mine.len() as u64 {
                     turn += 1;
@@ -190,7 +190,7 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
                     };
                     let key = keys.next_key() as usize;
                     let seq = seqs[idx(t, key)] + 1;
-                    let p = (turn % 2) as usize;
+                    let p = turn % 2;
                     let offset = offsets[t][p] + 1 + (turn % 3) as i64; // gaps
                     sh.payload[slot as usize]
                         .store((t as u64) << 56 | (key as u64) << 32 | seq, SeqCst);
