@@ -34,16 +34,18 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 fn main() {
-    const N: u64 = 1_000_000;
+    // `cargo bench` passes --bench; `cargo test --benches` does not: then a short smoke run.
+    let full = std::env::args().any(|a| a == "--bench");
+    let n: u64 = if full { 1_000_000 } else { 20_000 };
     for (name, dist) in common::dists() {
         let mut cyc = common::Cycle::new(common::key_table(&dist, 1 << 16), 64);
-        cyc.run(N); // warm-up
+        cyc.run(n); // warm-up
         let before = ALLOCS.load(Relaxed);
-        cyc.run(N);
-        let n = ALLOCS.load(Relaxed) - before;
+        cyc.run(n);
+        let allocs = ALLOCS.load(Relaxed) - before;
         println!(
-            "allocations cycle/{name}: {n} in {N} records = {:.6} per record",
-            n as f64 / N as f64
+            "allocations cycle/{name}: {allocs} in {n} records = {:.6} per record",
+            allocs as f64 / n as f64
         );
     }
     // Multi-threaded: thread start-up and the free-slot list are the harness's own; the
@@ -60,10 +62,13 @@ fn main() {
         common::threaded(records, &keys, 2, 32, 1, 4_096);
         ALLOCS.load(Relaxed) - before
     };
-    let short = count(100_000);
-    let long = count(1_100_000);
+    let short = count(n / 10);
+    let long = count(n + n / 10);
     println!(
-        "allocations 1sub-2poll/zipf1.1/10000: {short} for 100000 records, {long} for 1100000 records: {:.6} per extra record",
-        long.saturating_sub(short) as f64 / 1_000_000.0
+        "allocations 1sub-2poll/zipf1.1/10000: {short} for {} records, {long} for {} records: \
+         {:.6} per extra record",
+        n / 10,
+        n + n / 10,
+        long.saturating_sub(short) as f64 / n as f64
     );
 }

@@ -1,0 +1,18 @@
+# Sourced by the scripts: makes sure the Rust toolchain and its components are there.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found: streamshard needs a Rust toolchain (1.85 or newer) on PATH" >&2
+  exit 1
+fi
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      rustup component add "$component"
+    else
+      echo "error: the Rust component '$component' is missing and rustup is not available" >&2
+      exit 1
+    fi
+  fi
+done

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit + property + stress tests, and one pass of every
+# benchmark in test mode (so the harness cannot rot). Speed is never asserted here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/toolchain.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "rustfmt"
+cargo fmt --all -- --check
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+step "tests (unit, model-based property tests, multi-threaded stress, allocation count)"
+cargo test --workspace --locked
+step "benchmarks, once each in test mode"
+cargo test --workspace --benches --locked
+step "demo, short run"
+cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2
