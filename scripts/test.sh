@@ -13,6 +13,9 @@ step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests (unit, model-based property tests, multi-threaded stress, allocation count)"
 cargo test --workspace --locked
+step "loom model check of the wake-up and hand-off path"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+  cargo test --release --locked -p streamshard-core --test loom
 step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
 step "demo, short run"

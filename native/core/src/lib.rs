@@ -33,12 +33,17 @@
 //! `complete_and_poll` lets a worker finish a batch and take the next under one acquisition, and
 //! `poll` hands out up to `max` records per acquisition.
 //!
-//! Wake-ups: a poller that finds nothing counts itself in `idle_pollers` and waits on `work_cv`.
-//! Whoever makes a task's first record ready (submit, or the completion that unblocks a key)
-//! signals one idle poller; a poller that leaves more ready work behind signals the next one, so
-//! wake-ups chain without a thundering herd. A completion that leaves its task with nothing
-//! running wakes the drain waiters when there are any. All waits use timeouts and re-check
-//! their condition, so a spurious or missed-by-timing wake-up costs latency, never correctness.
+//! Wake-ups: a poller that finds nothing first spins briefly outside the lock (at most one poller
+//! at a time: `spinning`, a field under the lock), watching the atomic `ready_hint`, then counts
+//! itself in `idle_pollers` and waits on `work_cv`. Whoever makes a task's first record ready
+//! (submit, or the completion that unblocks a key) signals one idle poller unless one is
+//! spinning; a poller that leaves more ready work behind signals the next one, so wake-ups chain
+//! without a thundering herd. A completion that leaves its task with nothing running wakes the
+//! drain waiters when there are any. Whom to wake is decided under the lock; the signal is sent
+//! after releasing it. The hint is only a hint: the spinner re-takes the lock and re-checks
+//! before it takes work or sleeps, and it stays `spinning` until then, so a submitter that
+//! skipped the signal because of it cannot lose a wake-up. `tests/loom.rs` model-checks this
+//! path (`--cfg loom` swaps in loom's mutex, condvar and atomics, see `sync.rs`).
 //!
 //! Metrics are plain atomics outside the lock. They are written only under the lock (a single
 //! writer at any moment, so relaxed load + store instead of read-modify-write) and read by
@@ -64,6 +69,7 @@ pub mod histogram;
 mod metrics;
 mod partition;
 mod scheduler;
+mod sync;
 
 pub use config::{NullKeyOrdering, SchedulerConfig, TaskOptions};
 pub use error::{Error, Remaining, TaskFailure, TaskId};

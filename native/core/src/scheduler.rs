@@ -4,8 +4,8 @@
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::TryLockError;
 use std::time::{Duration, Instant};
 
 use crate::config::{NullKeyOrdering, SchedulerConfig, TaskOptions};
@@ -13,12 +13,10 @@ use crate::error::{Error, Remaining, TaskFailure, TaskId};
 use crate::histogram::{bucket_of, AtomicHistogram};
 use crate::metrics::{pack_id, MetricsSnapshot, TaskCounters, TotalCounters};
 use crate::partition::{PartitionProgress, PartitionTracker};
+use crate::sync::{yield_now, AtomicBool, Condvar, Mutex, MutexGuard, LOCK_SPINS, SPIN_LOOKS};
 
 /// How long an out-of-work poller spins before it sleeps.
 const SPIN: Duration = Duration::from_micros(50);
-
-/// Attempts to take the lock by spinning before blocking on it.
-const LOCK_SPINS: u32 = 40;
 
 /// End of an intrusive list.
 const NIL: u32 = u32::MAX;
@@ -912,13 +910,14 @@ impl Scheduler {
     /// Watches `ready_hint` for up to `budget`, yielding the CPU between looks.
     fn spin_for_work(&self, budget: Duration) {
         let start = Instant::now();
-        let mut i = 0u32;
-        while !self.ready_hint.load(Relaxed) {
-            i += 1;
+        for i in 0..SPIN_LOOKS {
+            if self.ready_hint.load(Relaxed) {
+                return;
+            }
             if i < 64 {
                 std::hint::spin_loop();
             } else {
-                std::thread::yield_now();
+                yield_now();
                 if i % 8 == 0 && start.elapsed() >= budget {
                     return;
                 }
