@@ -2,36 +2,11 @@
 //! Prints one line per scenario; `tests/alloc.rs` asserts the single-threaded case is zero.
 
 mod common;
+#[path = "common/counting.rs"]
+mod counting;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-
+use counting::allocations;
 use streamshard_workload::KeyDist;
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not: then a short smoke run.
@@ -40,9 +15,9 @@ fn main() {
     for (name, dist) in common::dists() {
         let mut cyc = common::Cycle::new(common::key_table(&dist, 1 << 16), 64);
         cyc.run(n); // warm-up
-        let before = ALLOCS.load(Relaxed);
+        let before = allocations();
         cyc.run(n);
-        let allocs = ALLOCS.load(Relaxed) - before;
+        let allocs = allocations() - before;
         println!(
             "allocations cycle/{name}: {allocs} in {n} records = {:.6} per record",
             allocs as f64 / n as f64
@@ -58,9 +33,9 @@ fn main() {
         1 << 16,
     );
     let count = |records| {
-        let before = ALLOCS.load(Relaxed);
+        let before = allocations();
         common::threaded(records, &keys, 2, 32, 1, 4_096);
-        ALLOCS.load(Relaxed) - before
+        allocations() - before
     };
     let short = count(n / 10);
     let long = count(n + n / 10);
