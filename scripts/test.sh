@@ -18,5 +18,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release --locked -p streamshard-core --test loom
 step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
+step "Java: the shim jar and its JNI bridge (Maven builds the native library with cargo)"
+mvn -B --no-transfer-progress verify
 step "demo, short run"
 cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2

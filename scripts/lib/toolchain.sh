@@ -16,3 +16,11 @@ for component in rustfmt clippy; do
     fi
   fi
 done
+if ! command -v mvn >/dev/null 2>&1; then
+  echo "Maven not found: installing it with apt-get" >&2
+  apt-get update -qq && apt-get install -y -qq maven >/dev/null
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "error: java not found: streamshard needs a JDK 17 or newer" >&2
+  exit 1
+fi

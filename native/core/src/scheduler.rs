@@ -1102,10 +1102,11 @@ impl Scheduler {
         self.wait(st, tasks, Until::Empty, timeout)
     }
 
-    /// Closes a task: it accepts no more records. `Drain` waits for every submitted record;
-    /// `DropQueued` discards the queued records at once, appends their slots to `dropped` (for
-    /// the caller to release; appended even when the wait then fails) and waits only for the
-    /// running ones. On timeout the task stays closed and the error says what remains; close it
+    /// Closes a task: it accepts no more records. `Drain` waits for every submitted record (a
+    /// failed task answers [`Error::TaskFailed`] once nothing runs); `DropQueued` discards the
+    /// queued records at once, appends their slots to `dropped` (for the caller to release;
+    /// appended even when the wait then fails) and waits only for the running ones, failed task
+    /// or not. On timeout the task stays closed and the error says what remains; close it
     /// again to wait more, or with `DropQueued`.
     pub fn close(
         &self,
@@ -1215,7 +1216,9 @@ impl Scheduler {
             let mut pending = false;
             for &h in tasks {
                 let t = Self::task(&mut st, h)?;
-                if let Some(f) = &t.failure {
+                // A failed task can never become empty; a wait for idle (close with
+                // `DropQueued`) succeeds all the same, the failure stays readable.
+                if let (Some(f), Until::Empty) = (&t.failure, until) {
                     if t.running == 0 {
                         return Err(Error::TaskFailed(f.clone()));
                     }

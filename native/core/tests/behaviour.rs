@@ -265,7 +265,7 @@ fn failure_is_kept_for_the_owner_and_stops_the_task() {
     );
     let mut dropped = Vec::new();
     s.close(t, CloseMode::DropQueued, LONG, &mut dropped)
-        .unwrap_or(());
+        .unwrap();
     dropped.sort();
     assert_eq!(dropped, vec![1, 2]);
 }

@@ -1,0 +1,276 @@
+package io.streamshard.scheduler;
+
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The native shard scheduler: per-key FIFO, at most one record per key in flight, offset
+ * tracking, drain and close, caps. Records stay in the caller's slot table; only numbers cross
+ * into native code. See {@code docs/scheduler.md}.
+ *
+ * <p>Thread safety: every method may be called from any thread. {@link #close()} shuts the
+ * scheduler down (blocked pollers return {@link #POLL_SHUTDOWN}), waits until no call is inside
+ * native code, and frees it; a call after that throws {@link SchedulerException} instead of
+ * touching freed memory.
+ */
+public final class NativeScheduler implements AutoCloseable {
+    /** {@link #submit} accepted the record and there is room for another. */
+    public static final int SUBMIT_AVAILABLE = 0;
+    /** {@link #submit} accepted the record; the task is now at its cap. */
+    public static final int SUBMIT_TASK_FULL = 1;
+    /** {@link #submit} accepted the record; the global cap is now reached. */
+    public static final int SUBMIT_GLOBAL_FULL = 2;
+    /** {@link #submit} refused the record: the task is at its cap. Nothing changed. */
+    public static final int SUBMIT_REFUSED_TASK_CAP = -1;
+    /** {@link #submit} refused the record: the global cap is reached. Nothing changed. */
+    public static final int SUBMIT_REFUSED_GLOBAL_CAP = -2;
+    /** {@link #completeAndPoll} answer after {@link #shutdown()}. */
+    public static final int POLL_SHUTDOWN = -1;
+    /** "No offset" in {@link PartitionProgress}. */
+    public static final long NO_OFFSET = Long.MIN_VALUE;
+
+    private static final int CLOSED = Integer.MIN_VALUE;
+
+    private final long handle;
+    /** Calls inside native code; {@link #CLOSED} is added once the scheduler closes. */
+    private final AtomicInteger users = new AtomicInteger();
+
+    private NativeScheduler(long handle) {
+        this.handle = handle;
+    }
+
+    /**
+     * Creates a scheduler.
+     *
+     * @param maxInflight global cap on unfinished records; slots are {@code 0..maxInflight-1}
+     * @param maxInflightPerTask default cap per task
+     * @param maxTasks how many tasks may be registered at once
+     * @param maxPartitionsPerTask partition numbers a task may use are {@code 0..max-1}
+     * @param timingSampleShift time one record in {@code 2^shift} (0 = every record)
+     * @throws IllegalArgumentException naming the invalid argument
+     */
+    public static NativeScheduler create(
+            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask,
+            int timingSampleShift) {
+        NativeLibrary.load();
+        long h = create0(maxInflight, maxInflightPerTask, maxTasks, maxPartitionsPerTask, timingSampleShift);
+        return new NativeScheduler(h);
+    }
+
+    private long enter() {
+        if (users.incrementAndGet() < 0) {
+            users.decrementAndGet();
+            throw new SchedulerException("the scheduler is closed");
+        }
+        return handle;
+    }
+
+    private void exit() {
+        users.decrementAndGet();
+    }
+
+    /** Registers a task; {@code maxInflight <= 0} takes the scheduler's default cap. */
+    public long registerTask(int subtopology, int partition, boolean unorderedNullKeys, int maxInflight) {
+        long h = enter();
+        try {
+            return registerTask(h, subtopology, partition, unorderedNullKeys, maxInflight);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Forgets a closed task that has nothing queued or running. */
+    public void removeTask(long task) {
+        long h = enter();
+        try {
+            removeTask(h, task);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Queues a record. Returns one of the {@code SUBMIT_*} codes; refusals for a cap are codes,
+     * other refusals (closed or failed task, slot in use, offset not increasing) exceptions.
+     */
+    public int submit(long task, int partition, long offset, boolean hasKey, long keyHash, int slot) {
+        long h = enter();
+        try {
+            return submit(h, task, partition, offset, hasKey, keyHash, slot);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Whether the task can take another record now (both caps). */
+    public boolean hasCapacity(long task) {
+        long h = enter();
+        try {
+            return hasCapacity(h, task);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Completes {@code done[0..doneCount)}, then waits up to {@code timeoutNanos} for runnable
+     * records and writes up to {@code out.length} slots into {@code out}. Returns how many, or
+     * {@link #POLL_SHUTDOWN}.
+     */
+    public int completeAndPoll(int[] done, int doneCount, int[] out, long timeoutNanos) {
+        long h;
+        try {
+            h = enter();
+        } catch (SchedulerException closed) {
+            return POLL_SHUTDOWN;
+        }
+        try {
+            return completeAndPoll(h, done, doneCount, out, timeoutNanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Marks a running record finished; the next record of its key becomes runnable. */
+    public void complete(int slot) {
+        long h = enter();
+        try {
+            complete(h, slot);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Marks a running record failed: the task fails and dispatches nothing more. */
+    public void fail(int slot, String message) {
+        long h = enter();
+        try {
+            fail(h, slot, message);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Waits until the tasks have nothing queued or running.
+     *
+     * @throws DrainTimeoutException saying how many records remain and where
+     * @throws TaskFailedException if one of the tasks failed (once none of its records runs)
+     */
+    public void drain(long[] tasks, long timeoutMillis) {
+        long h = enter();
+        try {
+            drain(h, tasks, timeoutMillis);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Closes a task: it accepts nothing more. With {@code dropQueued} its queued records are
+     * discarded and their slots written to {@code dropped} (followed by -1 if there is room;
+     * written even when the wait then fails); then waits for running records (all records
+     * without {@code dropQueued}). Returns how many were dropped.
+     */
+    public int closeTask(long task, boolean dropQueued, long timeoutMillis, int[] dropped) {
+        long h = enter();
+        try {
+            return close(h, task, dropQueued, timeoutMillis, dropped);
+        } finally {
+            exit();
+        }
+    }
+
+    public PartitionProgress partitionProgress(long task, int partition) {
+        long[] v = new long[8];
+        long h = enter();
+        try {
+            partitionProgress(h, task, partition, v);
+        } finally {
+            exit();
+        }
+        return PartitionProgress.of(v);
+    }
+
+    /** The task's first failure as text, or null. */
+    public String failure(long task) {
+        long h = enter();
+        try {
+            return failure(h, task);
+        } finally {
+            exit();
+        }
+    }
+
+    public Totals totals() {
+        long[] v = new long[6];
+        long h = enter();
+        try {
+            totals(h, v);
+        } finally {
+            exit();
+        }
+        return Totals.of(v);
+    }
+
+    /** Wakes every blocked poll, drain and close; nothing more is accepted. Idempotent. */
+    public void shutdown() {
+        long h = enter();
+        try {
+            shutdown(h);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Shuts down, waits until no call is inside native code, and frees the scheduler. */
+    @Override
+    public void close() {
+        int before;
+        do {
+            before = users.get();
+            if (before < 0) {
+                return; // already closed
+            }
+        } while (!users.compareAndSet(before, before + CLOSED));
+        shutdown(handle);
+        while (users.get() != CLOSED) {
+            LockSupport.parkNanos(100_000);
+        }
+        destroy(handle);
+    }
+
+    private static native long create0(
+            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask,
+            int timingSampleShift);
+
+    private static native void destroy(long h);
+
+    private static native void shutdown(long h);
+
+    private static native long registerTask(
+            long h, int subtopology, int partition, boolean unorderedNullKeys, int maxInflight);
+
+    private static native void removeTask(long h, long task);
+
+    private static native int submit(
+            long h, long task, int partition, long offset, boolean hasKey, long keyHash, int slot);
+
+    private static native boolean hasCapacity(long h, long task);
+
+    private static native int completeAndPoll(long h, int[] done, int doneCount, int[] out, long timeoutNanos);
+
+    private static native void complete(long h, int slot);
+
+    private static native void fail(long h, int slot, String message);
+
+    private static native void drain(long h, long[] tasks, long timeoutMillis);
+
+    private static native int close(long h, long task, boolean dropQueued, long timeoutMillis, int[] dropped);
+
+    private static native void partitionProgress(long h, long task, int partition, long[] out);
+
+    private static native String failure(long h, long task);
+
+    private static native void totals(long h, long[] out);
+}
