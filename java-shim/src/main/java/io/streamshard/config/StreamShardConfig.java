@@ -1,0 +1,143 @@
+package io.streamshard.config;
+
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.AbstractConfig;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigDef.Importance;
+import org.apache.kafka.common.config.ConfigDef.Range;
+import org.apache.kafka.common.config.ConfigDef.Type;
+import org.apache.kafka.common.config.ConfigDef.ValidString;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * streamshard's settings, read from the same {@code Properties} as the Kafka Streams
+ * application ({@code streamshard.*} keys; Kafka Streams ignores them). Invalid values raise a
+ * {@link ConfigException} that names the key.
+ */
+public final class StreamShardConfig extends AbstractConfig {
+    public static final String PREFIX = "streamshard.";
+
+    public static final String ENABLED = "streamshard.enabled";
+    public static final String WORKERS = "streamshard.workers";
+    public static final String MAX_INFLIGHT_PER_TASK = "streamshard.max.inflight.per.task";
+    public static final String MAX_INFLIGHT = "streamshard.max.inflight";
+    public static final String DRAIN_TIMEOUT_MS = "streamshard.drain.timeout.ms";
+    public static final String NULL_KEY_ORDERING = "streamshard.null.key.ordering";
+    public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
+
+    /** Kafka Streams' own key whose value the drain timeout must stay under. */
+    static final String MAX_POLL_INTERVAL_MS = "max.poll.interval.ms";
+    static final int DEFAULT_MAX_POLL_INTERVAL_MS = 300_000;
+
+    public static final ConfigDef DEF = new ConfigDef()
+            .define(ENABLED, Type.BOOLEAN, true, Importance.HIGH,
+                    "Run parallel-safe tasks through the shard scheduler. false leaves the whole "
+                            + "application stock (serial).")
+            .define(WORKERS, Type.INT, 64, Range.between(1, 4096), Importance.HIGH,
+                    "Worker threads per KafkaStreams instance, shared by all its parallel tasks. "
+                            + "Records of one key never run on two workers at once.")
+            .define(MAX_INFLIGHT_PER_TASK, Type.INT, 1_000, Range.between(1, 1 << 20), Importance.MEDIUM,
+                    "Cap on records of one task handed to the scheduler and not yet finished. A "
+                            + "task at its cap is not processable, so the StreamThread serves other tasks.")
+            .define(MAX_INFLIGHT, Type.INT, 10_000, Range.between(1, 1 << 24), Importance.MEDIUM,
+                    "Cap on unfinished records over all tasks of the instance; also the size of "
+                            + "the slot table.")
+            .define(DRAIN_TIMEOUT_MS, Type.LONG, 60_000L, Range.between(1, Long.MAX_VALUE), Importance.MEDIUM,
+                    "How long a commit, punctuation, revocation or close waits for a task's "
+                            + "unfinished records. Must be below max.poll.interval.ms. A drain that "
+                            + "times out fails the StreamThread; it never commits past unfinished work.")
+            .define(NULL_KEY_ORDERING, Type.STRING, "serial",
+                    ValidString.in("serial", "unordered"), Importance.LOW,
+                    "serial: records with a null key run one at a time, in order, per task. "
+                            + "unordered: they run in any order, any number at once.")
+            .define(PARALLEL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
+                    "Names of Processor API processors the user declares thread-safe and writing "
+                            + "state only under the record's key. Tasks with any other PAPI "
+                            + "processor stay serial.");
+
+    private StreamShardConfig(Map<?, ?> props) {
+        super(DEF, props, false);
+    }
+
+    /** Reads and checks the settings; only {@code streamshard.*} keys are considered. */
+    public static StreamShardConfig from(Map<?, ?> props) {
+        StreamShardConfig c = new StreamShardConfig(props);
+        int perTask = c.getInt(MAX_INFLIGHT_PER_TASK);
+        int total = c.getInt(MAX_INFLIGHT);
+        if (perTask > total) {
+            throw new ConfigException(MAX_INFLIGHT_PER_TASK, perTask,
+                    "must not exceed " + MAX_INFLIGHT + " (" + total + ")");
+        }
+        long drain = c.getLong(DRAIN_TIMEOUT_MS);
+        long maxPoll = maxPollInterval(props);
+        if (drain >= maxPoll) {
+            throw new ConfigException(DRAIN_TIMEOUT_MS, drain,
+                    "must be below " + MAX_POLL_INTERVAL_MS + " (" + maxPoll + ") so that a stuck "
+                            + "drain fails the StreamThread before the group evicts it");
+        }
+        return c;
+    }
+
+    public static StreamShardConfig from(Properties props) {
+        return from((Map<?, ?>) props);
+    }
+
+    private static long maxPollInterval(Map<?, ?> props) {
+        Object v = props.get(MAX_POLL_INTERVAL_MS);
+        if (v == null) {
+            v = props.get("main.consumer." + MAX_POLL_INTERVAL_MS);
+        }
+        if (v == null) {
+            return DEFAULT_MAX_POLL_INTERVAL_MS;
+        }
+        try {
+            return Long.parseLong(v.toString().trim());
+        } catch (NumberFormatException e) {
+            return DEFAULT_MAX_POLL_INTERVAL_MS; // Kafka's own validation reports it
+        }
+    }
+
+    public boolean enabled() {
+        return getBoolean(ENABLED);
+    }
+
+    public int workers() {
+        return getInt(WORKERS);
+    }
+
+    public int maxInflightPerTask() {
+        return getInt(MAX_INFLIGHT_PER_TASK);
+    }
+
+    public int maxInflight() {
+        return getInt(MAX_INFLIGHT);
+    }
+
+    public long drainTimeoutMs() {
+        return getLong(DRAIN_TIMEOUT_MS);
+    }
+
+    public boolean unorderedNullKeys() {
+        return getString(NULL_KEY_ORDERING).toLowerCase(Locale.ROOT).equals("unordered");
+    }
+
+    public List<String> parallelProcessors() {
+        return getList(PARALLEL_PROCESSORS);
+    }
+
+    /** The settings as a Markdown table, for the README. */
+    public static String toMarkdown() {
+        StringBuilder b = new StringBuilder("| key | type | default | valid values | meaning |\n|---|---|---|---|---|\n");
+        for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
+            Object dflt = k.defaultValue instanceof List<?> l && l.isEmpty() ? "(empty)" : k.defaultValue;
+            b.append("| `").append(k.name).append("` | ").append(k.type.toString().toLowerCase(Locale.ROOT))
+                    .append(" | `").append(dflt).append("` | ")
+                    .append(k.validator == null ? "" : k.validator.toString())
+                    .append(" | ").append(k.documentation).append(" |\n");
+        }
+        return b.toString();
+    }
+}

@@ -1,0 +1,79 @@
+package io.streamshard.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.config.ConfigException;
+import org.junit.jupiter.api.Test;
+
+class StreamShardConfigTest {
+
+    @Test
+    void defaults() {
+        StreamShardConfig c = StreamShardConfig.from(new Properties());
+        assertThat(c.enabled()).isTrue();
+        assertThat(c.workers()).isEqualTo(64);
+        assertThat(c.maxInflightPerTask()).isEqualTo(1_000);
+        assertThat(c.maxInflight()).isEqualTo(10_000);
+        assertThat(c.drainTimeoutMs()).isEqualTo(60_000);
+        assertThat(c.unorderedNullKeys()).isFalse();
+        assertThat(c.parallelProcessors()).isEmpty();
+    }
+
+    @Test
+    void valuesAreRead() {
+        StreamShardConfig c = StreamShardConfig.from(Map.of(
+                "streamshard.enabled", "false",
+                "streamshard.workers", "16",
+                "streamshard.null.key.ordering", "unordered",
+                "streamshard.parallel.processors", "enrich, score",
+                "application.id", "ignored"));
+        assertThat(c.enabled()).isFalse();
+        assertThat(c.workers()).isEqualTo(16);
+        assertThat(c.unorderedNullKeys()).isTrue();
+        assertThat(c.parallelProcessors()).isEqualTo(List.of("enrich", "score"));
+    }
+
+    @Test
+    void badValuesNameTheKey() {
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.workers", "0")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.workers", "lots")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.null.key.ordering", "random")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.null.key.ordering");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.enabled", "maybe")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.enabled");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
+                        "streamshard.max.inflight.per.task", "500", "streamshard.max.inflight", "100")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.max.inflight.per.task");
+    }
+
+    @Test
+    void drainTimeoutMustStayUnderMaxPollInterval() {
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
+                        "streamshard.drain.timeout.ms", "60000", "max.poll.interval.ms", "30000")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.drain.timeout.ms")
+                .hasMessageContaining("max.poll.interval.ms");
+        assertThat(StreamShardConfig.from(Map.of(
+                        "streamshard.drain.timeout.ms", "10000", "main.consumer.max.poll.interval.ms", "30000"))
+                .drainTimeoutMs()).isEqualTo(10_000);
+    }
+
+    @Test
+    void documentationListsEveryKey() {
+        String md = StreamShardConfig.toMarkdown();
+        for (String key : StreamShardConfig.DEF.names()) {
+            assertThat(md).contains(key);
+        }
+    }
+}
