@@ -1,0 +1,232 @@
+package io.streamshard.runtime;
+
+import io.streamshard.config.StreamShardConfig;
+import io.streamshard.scheduler.NativeScheduler;
+import io.streamshard.scheduler.TaskFailedException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The worker pool of one {@code KafkaStreams} instance over the native scheduler. Submitters
+ * (StreamThreads) hand records as {@link Runnable}s with their key bytes; workers named
+ * {@code <name>-worker-N} run them, at most one per key of a task at a time, in submission order
+ * per key. The runnables live in a slot table; only slot numbers cross into native code.
+ */
+public final class ShardExecutor implements AutoCloseable {
+    private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private final NativeScheduler scheduler;
+    private final Work[] table;
+    private final SlotPool free;
+    private final List<Thread> workers = new ArrayList<>();
+    private final long drainTimeoutMs;
+    private final int maxInflightPerTask;
+
+    /** One slot of the table: written by the submitter before submit, read by one worker. */
+    private static final class Work {
+        Runnable run;
+        ShardTask task;
+    }
+
+    public ShardExecutor(String name, int workerCount, int maxInflight, int maxInflightPerTask,
+            long drainTimeoutMs) {
+        this.scheduler = NativeScheduler.create(maxInflight, maxInflightPerTask, 1 << 16, 1 << 16, 3);
+        this.table = new Work[maxInflight];
+        for (int i = 0; i < maxInflight; i++) {
+            table[i] = new Work();
+        }
+        this.free = new SlotPool(maxInflight);
+        this.drainTimeoutMs = drainTimeoutMs;
+        this.maxInflightPerTask = maxInflightPerTask;
+        for (int i = 0; i < workerCount; i++) {
+            Thread t = new Thread(this::workLoop, name + "-worker-" + i);
+            t.setDaemon(true);
+            workers.add(t);
+        }
+        workers.forEach(Thread::start);
+    }
+
+    public static ShardExecutor create(StreamShardConfig config, String name) {
+        return new ShardExecutor(name, config.workers(), config.maxInflight(),
+                config.maxInflightPerTask(), config.drainTimeoutMs());
+    }
+
+    /** Registers a stream task (sub-topology and partition numbers, as Kafka Streams names it). */
+    public ShardTask register(int subtopology, int partition, boolean unorderedNullKeys) {
+        long h = scheduler.registerTask(subtopology, partition, unorderedNullKeys, 0);
+        return new ShardTask(h, subtopology + "_" + partition);
+    }
+
+    public NativeScheduler scheduler() {
+        return scheduler;
+    }
+
+    /** Free slots now (for tests and metrics). */
+    public int freeSlots() {
+        return free.size();
+    }
+
+    private void workLoop() {
+        int[] out = new int[1];
+        int[] done = new int[1];
+        int doneCount = 0;
+        while (true) {
+            // Report finished records and take the next without waiting; slots return to the
+            // pool only once the scheduler has them as finished, and before this worker blocks.
+            int n = scheduler.completeAndPoll(done, doneCount, out, 0);
+            for (int i = 0; i < doneCount; i++) {
+                free.release(done[i]);
+            }
+            doneCount = 0;
+            if (n == 0) {
+                n = scheduler.completeAndPoll(done, 0, out, POLL_NANOS);
+            }
+            if (n == NativeScheduler.POLL_SHUTDOWN) {
+                return;
+            }
+            for (int i = 0; i < n; i++) {
+                int slot = out[i];
+                Work w = table[slot];
+                Runnable run = w.run;
+                ShardTask task = w.task;
+                w.run = null;
+                w.task = null;
+                try {
+                    run.run();
+                    done[doneCount++] = slot;
+                } catch (Throwable e) {
+                    task.recordFailure(e);
+                    scheduler.fail(slot, String.valueOf(e));
+                    free.release(slot);
+                }
+            }
+        }
+    }
+
+    /** Shuts the scheduler down, stops the workers and frees native memory. */
+    @Override
+    public void close() {
+        scheduler.shutdown();
+        for (Thread t : workers) {
+            try {
+                t.join(TimeUnit.SECONDS.toMillis(30));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        scheduler.close();
+    }
+
+    /** One stream task's handle on the executor. Submit from one thread (the task's owner). */
+    public final class ShardTask {
+        private final long handle;
+        private final String id;
+        private volatile Throwable failure;
+
+        private ShardTask(long handle, String id) {
+            this.handle = handle;
+            this.id = id;
+        }
+
+        public String id() {
+            return id;
+        }
+
+        void recordFailure(Throwable e) {
+            if (failure == null) {
+                failure = e;
+            }
+        }
+
+        /** The first exception a record of this task threw on a worker, or null. */
+        public Throwable failure() {
+            return failure;
+        }
+
+        /** Whether another record can be submitted now. */
+        public boolean hasCapacity() {
+            return free.size() > 0 && scheduler.hasCapacity(handle);
+        }
+
+        /**
+         * Hands a record over. Returns false, taking nothing, when a cap is reached.
+         *
+         * @param key the serialized key bytes, or null for a null key
+         * @throws ShardTaskFailedException if a record of this task failed on a worker
+         */
+        public boolean submit(int partition, long offset, byte[] key, Runnable work) {
+            throwIfFailed();
+            int slot = free.take();
+            if (slot < 0) {
+                return false;
+            }
+            Work w = table[slot];
+            w.run = work;
+            w.task = this;
+            int code;
+            try {
+                code = scheduler.submit(handle, partition, offset, key != null,
+                        key == null ? 0 : KeyHash.of(key), slot);
+            } catch (TaskFailedException e) {
+                w.run = null;
+                w.task = null;
+                free.release(slot);
+                throwIfFailed();
+                throw e;
+            } catch (RuntimeException e) {
+                w.run = null;
+                w.task = null;
+                free.release(slot);
+                throw e;
+            }
+            if (code < 0) {
+                w.run = null;
+                w.task = null;
+                free.release(slot);
+                return false;
+            }
+            return true;
+        }
+
+        /** Waits until every submitted record has run; rethrows a worker's failure. */
+        public void drain() {
+            try {
+                scheduler.drain(new long[] {handle}, drainTimeoutMs);
+            } catch (TaskFailedException e) {
+                throwIfFailed();
+                throw e;
+            }
+            throwIfFailed();
+        }
+
+        /**
+         * Closes the task: with {@code dropQueued} its queued records are discarded (their slots
+         * released) and only running ones are waited for; otherwise everything is drained.
+         */
+        public void close(boolean dropQueued) {
+            int[] dropped = new int[maxInflightPerTask + 1];
+            try {
+                scheduler.closeTask(handle, dropQueued, drainTimeoutMs, dropped);
+            } finally {
+                for (int slot : dropped) {
+                    if (slot < 0) {
+                        break;
+                    }
+                    table[slot].run = null;
+                    table[slot].task = null;
+                    free.release(slot);
+                }
+            }
+            scheduler.removeTask(handle);
+        }
+
+        private void throwIfFailed() {
+            Throwable f = failure;
+            if (f != null) {
+                throw new ShardTaskFailedException(id, f);
+            }
+        }
+    }
+}
