@@ -1,0 +1,202 @@
+package io.streamshard.examples;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.LongDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * The demo: the enrichment app, unmodified, run stock and then with the streamshard agent, each
+ * in its own JVM against the same input on the local broker. Prints records/s for each and
+ * checks that both produced exactly the expected counts and totals per customer and kept
+ * per-customer order.
+ *
+ * <p>{@code Demo <bootstrap> <agent-jar or "-"> [records] [call-ms] [workers]}
+ */
+public final class Demo {
+    private Demo() {}
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String agent = args.length > 1 ? args[1] : "-";
+        int records = args.length > 2 ? Integer.parseInt(args[2]) : 4_000;
+        long callMs = args.length > 3 ? Long.parseLong(args[3]) : 5;
+        int workers = args.length > 4 ? Integer.parseInt(args[4]) : 64;
+        String run = Long.toString(System.currentTimeMillis(), 36);
+
+        List<Result> results = new ArrayList<>();
+        boolean ok = true;
+        for (String mode : agent.equals("-") ? List.of("stock") : List.of("stock", "streamshard")) {
+            String suffix = "-" + mode + "-" + run;
+            String input = EnrichmentApp.INPUT + suffix;
+            List<String> topics = List.of(input, EnrichmentApp.ENRICHED + suffix, EnrichmentApp.COUNTS + suffix,
+                    EnrichmentApp.TOTALS + suffix);
+            OrderProducer.createTopics(bootstrap, 4, topics);
+            OrderProducer.Expected expected = OrderProducer.produce(bootstrap, input, records, 10_000, 1.1, 42);
+            Result r = runApp(bootstrap, mode, agent, suffix, records, callMs, workers);
+            String problems = verify(bootstrap, suffix, expected);
+            r = new Result(r.mode, r.seconds, r.recordsPerSecond, problems);
+            results.add(r);
+            ok &= problems.isEmpty();
+        }
+        System.out.printf("%n%d orders, 4 partitions, customers Zipf(1.1) over 10,000, %d ms remote call per order%n",
+                records, callMs);
+        for (Result r : results) {
+            System.out.printf("  %-12s %8.0f records/s  (%.1f s)  %s%n", r.mode, r.recordsPerSecond, r.seconds,
+                    r.problems.isEmpty() ? "output verified" : "FAILED: " + r.problems);
+        }
+        if (results.size() == 2) {
+            System.out.printf("  streamshard / stock = %.1fx%n", results.get(1).recordsPerSecond / results.get(0).recordsPerSecond);
+        }
+        System.exit(ok ? 0 : 1);
+    }
+
+    record Result(String mode, double seconds, double recordsPerSecond, String problems) {}
+
+    /** Runs the app in a child JVM until its group has committed the whole input. */
+    static Result runApp(String bootstrap, String mode, String agent, String suffix, int records, long callMs,
+            int workers) throws Exception {
+        String appId = "enrichment" + suffix;
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("-Xmx1g");
+        if (mode.equals("streamshard")) {
+            cmd.add("-javaagent:" + agent);
+        }
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(DemoApp.class.getName());
+        cmd.addAll(List.of(bootstrap, appId, suffix, Long.toString(callMs), Integer.toString(workers)));
+        File log = Files.createTempFile("streamshard-demo-" + mode + "-", ".log").toFile();
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
+        long start = System.nanoTime();
+        try {
+            waitForCommitted(bootstrap, appId, EnrichmentApp.INPUT + suffix, records, Duration.ofMinutes(10), p, log);
+        } finally {
+            p.destroy();
+            p.waitFor();
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        return new Result(mode, seconds, records / seconds, "");
+    }
+
+    static void waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
+            Process app, File log) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (Admin admin = Admin.create(p)) {
+            while (System.nanoTime() < deadline) {
+                if (!app.isAlive()) {
+                    throw new IllegalStateException("the app exited early; its log: " + log);
+                }
+                Map<TopicPartition, OffsetAndMetadata> committed =
+                        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+                long sum = committed.entrySet().stream()
+                        .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
+                        .mapToLong(e -> e.getValue().offset())
+                        .sum();
+                if (sum >= records) {
+                    return;
+                }
+                Thread.sleep(100);
+            }
+        }
+        throw new IllegalStateException("the app did not finish within " + timeout + "; its log: " + log);
+    }
+
+    /** Reads the outputs and compares them with the input; returns "" or what is wrong. */
+    static String verify(String bootstrap, String suffix, OrderProducer.Expected expected) throws Exception {
+        List<String> problems = new ArrayList<>();
+        Map<String, Long> counts = lastValues(bootstrap, EnrichmentApp.COUNTS + suffix);
+        Map<String, Long> totals = lastValues(bootstrap, EnrichmentApp.TOTALS + suffix);
+        if (!counts.equals(expected.counts())) {
+            problems.add(differences("count", expected.counts(), counts));
+        }
+        if (!totals.equals(expected.totals())) {
+            problems.add(differences("total", expected.totals(), totals));
+        }
+        // Per-customer order in the enriched stream: sequence numbers 1, 2, 3, ... per key.
+        Map<String, Long> lastSeq = new HashMap<>();
+        long outOfOrder = 0;
+        long seen = 0;
+        for (ConsumerRecord<String, String> r : readAll(bootstrap, EnrichmentApp.ENRICHED + suffix,
+                new StringDeserializer())) {
+            long seq = Long.parseLong(r.value().split(",")[0]);
+            long prev = lastSeq.getOrDefault(r.key(), 0L);
+            if (seq != prev + 1) {
+                outOfOrder++;
+            }
+            lastSeq.put(r.key(), seq);
+            seen++;
+        }
+        long expectedRecords = expected.counts().values().stream().mapToLong(Long::longValue).sum();
+        if (seen != expectedRecords) {
+            problems.add("enriched has " + seen + " records, expected " + expectedRecords);
+        }
+        if (outOfOrder > 0) {
+            problems.add(outOfOrder + " enriched records out of per-customer order");
+        }
+        return String.join("; ", problems);
+    }
+
+    private static String differences(String what, Map<String, Long> expected, Map<String, Long> actual) {
+        List<String> diffs = expected.keySet().stream()
+                .filter(k -> !expected.get(k).equals(actual.get(k)))
+                .limit(5)
+                .map(k -> k + " expected " + expected.get(k) + " got " + actual.get(k))
+                .collect(Collectors.toList());
+        return what + " mismatch for " + expected.keySet().stream().filter(k -> !expected.get(k).equals(actual.get(k))).count()
+                + " customers (" + String.join(", ", diffs) + ")";
+    }
+
+    static Map<String, Long> lastValues(String bootstrap, String topic) throws Exception {
+        Map<String, Long> last = new HashMap<>();
+        for (ConsumerRecord<String, Long> r : readAll(bootstrap, topic, new LongDeserializer())) {
+            last.put(r.key(), r.value());
+        }
+        return last;
+    }
+
+    /** Every record of a topic, in partition order (read-committed). */
+    static <V> List<ConsumerRecord<String, V>> readAll(String bootstrap, String topic,
+            org.apache.kafka.common.serialization.Deserializer<V> values) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("isolation.level", "read_committed");
+        List<ConsumerRecord<String, V>> out = new ArrayList<>();
+        try (Admin admin = Admin.create(p);
+                KafkaConsumer<String, V> c = new KafkaConsumer<>(p, new StringDeserializer(), values)) {
+            List<TopicPartition> parts = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic)
+                    .partitions().stream().map(i -> new TopicPartition(topic, i.partition())).toList();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            parts.forEach(tp -> latest.put(tp, OffsetSpec.latest()));
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get();
+            c.assign(parts);
+            c.seekToBeginning(parts);
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (parts.stream().anyMatch(tp -> c.position(tp) < ends.get(tp).offset())) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("could not read " + topic + " to its end");
+                }
+                c.poll(Duration.ofMillis(200)).forEach(out::add);
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,27 @@
+package io.streamshard.examples;
+
+import java.util.Properties;
+import org.apache.kafka.streams.KafkaStreams;
+
+/**
+ * The enrichment app with topic names suffixed per run (so stock and streamshard runs do not
+ * share topics), as the demo starts it in a child JVM:
+ * {@code DemoApp <bootstrap> <application-id> <topic-suffix> <call-ms> <workers>}.
+ */
+public final class DemoApp {
+    private DemoApp() {}
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String appId = args[1];
+        String suffix = args[2];
+        long callMs = Long.parseLong(args[3]);
+        int workers = Integer.parseInt(args[4]);
+        Properties p = EnrichmentApp.config(bootstrap, appId);
+        p.put("streamshard.workers", Integer.toString(workers));
+        KafkaStreams streams = new KafkaStreams(EnrichmentApp.topology(callMs, suffix), p);
+        Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
+        streams.start();
+        Thread.currentThread().join();
+    }
+}

@@ -1,0 +1,83 @@
+package io.streamshard.examples;
+
+import java.util.Properties;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+/**
+ * The enrichment app: orders keyed by customer, a slow "remote call" per order
+ * ({@code mapValues} that blocks for a few milliseconds), then a count and a sum of amounts per
+ * customer. Plain Kafka Streams: nothing in it knows about streamshard.
+ *
+ * <p>Values are {@code "<seq>,<amount>"}, {@code seq} counting the customer's orders from 1.
+ * Outputs: {@code enriched} ({@code "<seq>,<amount>,<tier>"}), {@code counts} (long), and
+ * {@code totals} (long sum of amounts).
+ */
+public final class EnrichmentApp {
+    public static final String INPUT = "orders";
+    public static final String ENRICHED = "enriched";
+    public static final String COUNTS = "counts";
+    public static final String TOTALS = "totals";
+
+    private EnrichmentApp() {}
+
+    /** The topology; {@code suffix} is appended to every topic name (empty for the plain names). */
+    public static Topology topology(long callMillis, String suffix) {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> orders = b.stream(INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()));
+        KStream<String, String> enriched = orders.mapValues((key, value) -> value + "," + remoteTier(key, callMillis));
+        enriched.to(ENRICHED + suffix, Produced.with(Serdes.String(), Serdes.String()));
+        enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .count(Materialized.as("order-counts"))
+                .toStream()
+                .to(COUNTS + suffix, Produced.with(Serdes.String(), Serdes.Long()));
+        enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .aggregate(() -> 0L,
+                        (key, value, total) -> total + Long.parseLong(value.split(",")[1]),
+                        Materialized.with(Serdes.String(), Serdes.Long()))
+                .toStream()
+                .to(TOTALS + suffix, Produced.with(Serdes.String(), Serdes.Long()));
+        return b.build();
+    }
+
+    /** Stands for a call to another service: blocks, then answers from the key. */
+    static String remoteTier(String customer, long callMillis) {
+        if (callMillis > 0) {
+            try {
+                Thread.sleep(callMillis);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted during the remote call", e);
+            }
+        }
+        return Math.floorMod(customer.hashCode(), 3) == 0 ? "gold" : "standard";
+    }
+
+    public static Properties config(String bootstrap, String applicationId) {
+        Properties p = new Properties();
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
+        p.put("auto.offset.reset", "earliest");
+        return p;
+    }
+
+    /** {@code EnrichmentApp <bootstrap> <application-id> [call-ms]}: runs until stopped. */
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args.length > 0 ? args[0] : "127.0.0.1:9092";
+        String app = args.length > 1 ? args[1] : "enrichment";
+        long callMillis = args.length > 2 ? Long.parseLong(args[2]) : 5;
+        KafkaStreams streams = new KafkaStreams(topology(callMillis, ""), config(bootstrap, app));
+        Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
+        streams.start();
+        Thread.currentThread().join();
+    }
+}

@@ -1,0 +1,62 @@
+package io.streamshard.examples;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Creates the topics and produces the input: {@code records} orders, customers Zipf(s)
+ * distributed over {@code customers}, value {@code "<seq>,<amount>"}. Returns the expected
+ * count and total per customer.
+ */
+public final class OrderProducer {
+    private OrderProducer() {}
+
+    /** Expected results per customer: number of orders and sum of amounts. */
+    public record Expected(Map<String, Long> counts, Map<String, Long> totals) {}
+
+    public static void createTopics(String bootstrap, int partitions, List<String> topics) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {
+            Set<String> existing = admin.listTopics().names().get();
+            List<NewTopic> missing = topics.stream()
+                    .filter(t -> !existing.contains(t))
+                    .map(t -> new NewTopic(t, partitions, (short) 1))
+                    .toList();
+            admin.createTopics(missing).all().get();
+        }
+    }
+
+    public static Expected produce(String bootstrap, String topic, int records, int customers, double s, long seed)
+            throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        Zipf zipf = new Zipf(customers, s, seed);
+        java.util.Random amounts = new java.util.Random(seed + 1);
+        Map<String, Long> counts = new HashMap<>();
+        Map<String, Long> totals = new HashMap<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < records; i++) {
+                String customer = "customer-" + zipf.next();
+                long seq = counts.merge(customer, 1L, Long::sum);
+                long amount = 1 + amounts.nextInt(1000);
+                totals.merge(customer, amount, Long::sum);
+                producer.send(new ProducerRecord<>(topic, customer, seq + "," + amount));
+            }
+            producer.flush();
+        }
+        return new Expected(counts, totals);
+    }
+}
