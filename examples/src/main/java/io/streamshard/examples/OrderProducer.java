@@ -43,19 +43,29 @@ public final class OrderProducer {
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
         Zipf zipf = new Zipf(customers, s, seed);
         java.util.Random amounts = new java.util.Random(seed + 1);
         Map<String, Long> counts = new HashMap<>();
         Map<String, Long> totals = new HashMap<>();
+        java.util.concurrent.atomic.AtomicReference<Exception> failed = new java.util.concurrent.atomic.AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             for (int i = 0; i < records; i++) {
                 String customer = "customer-" + zipf.next();
                 long seq = counts.merge(customer, 1L, Long::sum);
                 long amount = 1 + amounts.nextInt(1000);
                 totals.merge(customer, amount, Long::sum);
-                producer.send(new ProducerRecord<>(topic, customer, seq + "," + amount));
+                producer.send(new ProducerRecord<>(topic, customer, seq + "," + amount), (md, e) -> {
+                    if (e != null) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
             }
             producer.flush();
+        }
+        if (failed.get() != null) {
+            throw new IllegalStateException("producing the input failed", failed.get());
         }
         return new Expected(counts, totals);
     }

@@ -1,0 +1,149 @@
+package org.apache.kafka.streams.processor.internals;
+
+import java.util.Map;
+import net.bytebuddy.asm.Advice;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.processor.PunctuationType;
+
+/**
+ * The agent's advice. Each piece is inlined into a Kafka Streams method and only hands off to
+ * {@link StreamShardRuntime} or {@link StreamShardFrames}. The agent installs all of them or,
+ * if any target does not match this Kafka Streams version, none.
+ */
+public final class StreamShardAdvice {
+    private StreamShardAdvice() {}
+
+    /** KafkaStreams private constructor exit. */
+    public static final class InstanceCreated {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This KafkaStreams streams,
+                @Advice.FieldValue("applicationConfigs") StreamsConfig config,
+                @Advice.FieldValue("streamsMetrics") Object metrics,
+                @Advice.FieldValue("clientId") String clientId) {
+            StreamShardRuntime.instanceCreated(streams, config, metrics, clientId);
+        }
+    }
+
+    /** KafkaStreams.setState exit. */
+    public static final class InstanceState {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This KafkaStreams streams, @Advice.Argument(0) KafkaStreams.State state,
+                @Advice.Return boolean changed) {
+            StreamShardRuntime.instanceStateChanged(streams, state, changed);
+        }
+    }
+
+    /** InternalTopologyBuilder.rewriteTopology exit. */
+    public static final class RewriteTopology {
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(0) StreamsConfig config,
+                @Advice.FieldValue("stateFactories") Map<String, StoreFactory> factories) {
+            StreamShardRuntime.disableCaching(config, factories);
+        }
+    }
+
+    /** StreamTask constructor exit. */
+    public static final class TaskCreated {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics) {
+            StreamShardRuntime.taskCreated(task, metrics);
+        }
+    }
+
+    /** StreamTask.doProcess: hand the record to the workers instead of running it inline. */
+    public static final class DoProcess {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
+                @Advice.FieldValue("recordInfo") AbstractPartitionGroup.RecordInfo info,
+                @Advice.Argument(0) long wallClockTime) {
+            return StreamShardRuntime.submit(task, record, info, wallClockTime);
+        }
+    }
+
+    /** StreamTask.isProcessable exit. */
+    public static final class IsProcessable {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This StreamTask task, @Advice.Return(readOnly = false) boolean processable) {
+            processable = StreamShardRuntime.processable(task, processable);
+        }
+    }
+
+    /** StreamTask.prepareCommit entry. */
+    public static final class PrepareCommit {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task, @Advice.Argument(0) boolean clean) {
+            StreamShardRuntime.beforeCommit(task, clean);
+        }
+    }
+
+    /** StreamTask.suspend entry. */
+    public static final class Quiesce {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardRuntime.quiesce(task);
+        }
+    }
+
+    /** StreamTask.maybePunctuateSystemTime entry: wall-clock punctuators run on a drained task. */
+    public static final class PunctuateSystemTime {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            if (task.canPunctuateSystemTime()) {
+                StreamShardRuntime.quiesce(task);
+            }
+        }
+    }
+
+    /** StreamTask.closeClean / prepareRecycle entry. */
+    public static final class CloseClean {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardRuntime.closing(task, true);
+        }
+    }
+
+    /** StreamTask.closeDirty entry. */
+    public static final class CloseDirty {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardRuntime.closing(task, false);
+        }
+    }
+
+    /** StreamTask.schedule (private 5-argument form) entry. */
+    public static final class Schedule {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task, @Advice.Argument(2) PunctuationType type) {
+            StreamShardRuntime.scheduled(task, type);
+        }
+    }
+
+    /** AbstractProcessorContext.setSystemTimeMs: per-thread on workers. */
+    public static final class SetSystemTime {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This Object context, @Advice.Argument(0) long timeMs) {
+            StreamShardFrames.Frame f = StreamShardFrames.of(context);
+            if (f == null) {
+                return false;
+            }
+            f.systemTimeMs = timeMs;
+            return true;
+        }
+    }
+
+    /** AbstractProcessorContext.currentSystemTimeMs: per-thread on workers. */
+    public static final class CurrentSystemTime {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static StreamShardFrames.Frame enter(@Advice.This Object context) {
+            return StreamShardFrames.of(context);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter StreamShardFrames.Frame frame, @Advice.Return(readOnly = false) long timeMs) {
+            if (frame != null) {
+                timeMs = frame.systemTimeMs;
+            }
+        }
+    }
+}
