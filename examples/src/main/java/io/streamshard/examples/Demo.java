@@ -97,14 +97,22 @@ public final class Demo {
 
     static void waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
             Process app, File log) throws Exception {
+        waitForCommitted(bootstrap, group, topic, records, timeout, () -> {
+            if (!app.isAlive()) {
+                throw new IllegalStateException("the app exited early; its log: " + log);
+            }
+        });
+    }
+
+    /** Waits until {@code group} has committed {@code records} offsets of {@code topic}; {@code check} may throw. */
+    public static void waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
+            Runnable check) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         long deadline = System.nanoTime() + timeout.toNanos();
         try (Admin admin = Admin.create(p)) {
             while (System.nanoTime() < deadline) {
-                if (!app.isAlive()) {
-                    throw new IllegalStateException("the app exited early; its log: " + log);
-                }
+                check.run();
                 Map<TopicPartition, OffsetAndMetadata> committed =
                         admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
                 long sum = committed.entrySet().stream()
@@ -117,11 +125,12 @@ public final class Demo {
                 Thread.sleep(100);
             }
         }
-        throw new IllegalStateException("the app did not finish within " + timeout + "; its log: " + log);
+        throw new IllegalStateException("the app did not commit " + records + " records of " + topic + " within "
+                + timeout);
     }
 
     /** Reads the outputs and compares them with the input; returns "" or what is wrong. */
-    static String verify(String bootstrap, String suffix, OrderProducer.Expected expected) throws Exception {
+    public static String verify(String bootstrap, String suffix, OrderProducer.Expected expected) throws Exception {
         List<String> problems = new ArrayList<>();
         Map<String, Long> counts = lastValues(bootstrap, EnrichmentApp.COUNTS + suffix);
         Map<String, Long> totals = lastValues(bootstrap, EnrichmentApp.TOTALS + suffix);
@@ -174,7 +183,7 @@ public final class Demo {
     }
 
     /** Every record of a topic, in partition order (read-committed). */
-    static <V> List<ConsumerRecord<String, V>> readAll(String bootstrap, String topic,
+    public static <V> List<ConsumerRecord<String, V>> readAll(String bootstrap, String topic,
             org.apache.kafka.common.serialization.Deserializer<V> values) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);

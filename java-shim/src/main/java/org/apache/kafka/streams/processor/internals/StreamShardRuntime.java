@@ -169,6 +169,13 @@ public final class StreamShardRuntime {
 
     /** Null if the task is parallel-safe, else why not. */
     static String classify(StreamTask task, List<String> optedIn) {
+        // Stores first: their reason is the clearer one (a windowed aggregate's store says why).
+        for (StateStore store : task.topology.stateStores()) {
+            String why = storeSerialReason(store);
+            if (why != null) {
+                return why;
+            }
+        }
         for (ProcessorNode<?, ?, ?, ?> node : task.topology.processors()) {
             if (node instanceof SourceNode || node instanceof SinkNode) {
                 continue;
@@ -190,12 +197,6 @@ public final class StreamShardRuntime {
                         + (outer.startsWith("org.apache.kafka.") ? ""
                                 : "; list it in " + StreamShardConfig.PARALLEL_PROCESSORS
                                         + " if it is thread-safe and writes state only under the record's key");
-            }
-        }
-        for (StateStore store : task.topology.stateStores()) {
-            String why = storeSerialReason(store);
-            if (why != null) {
-                return why;
             }
         }
         return null;

@@ -1,0 +1,171 @@
+package io.streamshard.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamshard.StreamShard;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The agent on a real broker with real Kafka Streams (this JVM runs with
+ * {@code -javaagent:streamshard.jar}): an unchanged app runs its tasks per-key parallel, keeps
+ * per-key order, never runs a key on two threads, and produces exactly the stock results.
+ */
+class ParallelIT {
+    private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
+
+    private static String suffix(String name) {
+        return "-" + name + "-" + Long.toString(System.nanoTime(), 36);
+    }
+
+    @Test
+    void enrichmentAppRunsParallelWithExactCountsTotalsAndOrder() throws Exception {
+        String suffix = suffix("enrich");
+        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix, EnrichmentApp.ENRICHED + suffix,
+                EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
+        OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000,
+                1.1, 7);
+        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
+        p.put("streamshard.workers", "32");
+        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        try (KafkaStreams streams = new KafkaStreams(EnrichmentApp.topology(2, suffix), p)) {
+            AtomicReference<Throwable> error = new AtomicReference<>();
+            streams.setUncaughtExceptionHandler(e -> {
+                error.set(e);
+                return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
+            streams.start();
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 3_000, Duration.ofMinutes(3),
+                    () -> assertThat(error.get()).isNull());
+            assertThat(StreamShard.active(streams)).isTrue();
+            assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
+                    assertThat(decision).as("task %s", task).isEqualTo("parallel"));
+        }
+        assertThat(Demo.verify(BOOTSTRAP, suffix, expected)).isEmpty();
+    }
+
+    /**
+     * An instrumented processor (opted in by name) records how many records run at once and
+     * whether a key is ever on two threads; values carry per-key sequence numbers.
+     */
+    @Test
+    void recordsOfDifferentKeysOverlapButNeverOfTheSameKey() throws Exception {
+        String suffix = suffix("probe");
+        String input = "probe-in" + suffix;
+        String output = "probe-out" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, output));
+        OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, input, 2_000, 500, 0.6, 3);
+        Map<String, AtomicInteger> inUse = new ConcurrentHashMap<>();
+        Map<String, AtomicLong> lastSeq = new ConcurrentHashMap<>();
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger maxRunning = new AtomicInteger();
+        AtomicLong processed = new AtomicLong();
+        AtomicReference<String> violation = new AtomicReference<>();
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(() -> new Processor<String, String, String, String>() {
+                    private ProcessorContext<String, String> context;
+
+                    @Override
+                    public void init(ProcessorContext<String, String> context) {
+                        this.context = context;
+                    }
+
+                    @Override
+                    public void process(Record<String, String> record) {
+                        AtomicInteger held = inUse.computeIfAbsent(record.key(), k -> new AtomicInteger());
+                        if (held.incrementAndGet() != 1) {
+                            violation.compareAndSet(null, "key " + record.key() + " on two threads");
+                        }
+                        maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
+                        long seq = Long.parseLong(record.value().split(",")[0]);
+                        long last = lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong()).getAndSet(seq);
+                        if (seq != last + 1) {
+                            violation.compareAndSet(null, "key " + record.key() + ": " + seq + " after " + last);
+                        }
+                        // The record context is this record's own, on this worker.
+                        if (context.recordMetadata().isEmpty()
+                                || !context.recordMetadata().get().topic().equals(input)) {
+                            violation.compareAndSet(null, "wrong record metadata on a worker");
+                        }
+                        try {
+                            Thread.sleep(3);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        running.decrementAndGet();
+                        held.decrementAndGet();
+                        processed.incrementAndGet();
+                        context.forward(record);
+                    }
+                }, Named.as("probe"))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
+        p.put("streamshard.workers", "16");
+        p.put("streamshard.parallel.processors", "probe");
+        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            streams.start();
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 2_000, Duration.ofMinutes(3), () -> { });
+            assertThat(StreamShard.explain(streams)).allSatisfy((task, decision) ->
+                    assertThat(decision).isEqualTo("parallel"));
+        }
+        assertThat(violation.get()).isNull();
+        assertThat(processed.get()).isEqualTo(2_000);
+        assertThat(maxRunning.get()).as("records running at once with 16 workers").isGreaterThanOrEqualTo(8);
+        long outputRecords = Demo.readAll(BOOTSTRAP, output, new org.apache.kafka.common.serialization.StringDeserializer())
+                .size();
+        assertThat(outputRecords).isEqualTo(expected.counts().values().stream().mapToLong(Long::longValue).sum());
+    }
+
+    @Test
+    void windowedAppStaysSerialWithItsReasonAndCountsEverything() throws Exception {
+        String suffix = suffix("window");
+        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix));
+        OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 500, 50, 1.1,
+                11);
+        StreamsBuilder b = new StreamsBuilder();
+        String output = WindowedCountApp.OUTPUT + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(output));
+        b.stream(EnrichmentApp.INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()))
+                .groupByKey()
+                .windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeWithNoGrace(Duration.ofHours(1)))
+                .count()
+                .toStream((w, c) -> w.key())
+                .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
+        p.put("default.key.serde", Serdes.String().getClass().getName());
+        p.put("default.value.serde", Serdes.String().getClass().getName());
+        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            streams.start();
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 500, Duration.ofMinutes(2),
+                    () -> { });
+            assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
+                    assertThat(decision).startsWith("serial: ").contains("window"));
+        }
+        // All records fall into one hour window here (produced within seconds): final count per key.
+        Map<String, Long> counts = new java.util.HashMap<>();
+        for (var r : Demo.readAll(BOOTSTRAP, output, new org.apache.kafka.common.serialization.LongDeserializer())) {
+            counts.merge(r.key(), r.value(), Math::max);
+        }
+        assertThat(counts.values().stream().mapToLong(Long::longValue).sum())
+                .isGreaterThanOrEqualTo(expected.counts().values().stream().mapToLong(Long::longValue).sum());
+    }
+}
