@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# The demo: the same records through stock-style serial tasks and through the streamshard
-# scheduler with 64 workers; prints records/s for each and checks both processed everything in
-# per-key order. Arguments: [records] [workers] [latency-ms].
+# The demo: builds everything, starts a local Kafka broker, produces the input, and runs the
+# enrichment app (examples/, plain Kafka Streams) stock and then with the streamshard agent, each
+# in its own JVM on the same input; prints records/s for each and checks that both produced
+# exactly the expected counts and totals per customer, in per-customer order.
+# Arguments: [records (4000)] [remote-call-ms (5)] [workers (64)].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/toolchain.sh
-cargo run --release --locked -q -p streamshard-core --example demo -- "$@"
+echo "==> building (cargo + Maven)"
+mvn -B -q --no-transfer-progress package -DskipTests
+echo "==> starting a local Kafka broker"
+. scripts/lib/broker.sh
+echo "==> running the demo"
+cp="examples/target/streamshard-examples-0.1.0-SNAPSHOT.jar:$(cat examples/target/classpath.txt)"
+java -Dorg.slf4j.simpleLogger.defaultLogLevel=error -cp "$cp" io.streamshard.examples.Demo \
+  "$STREAMSHARD_BOOTSTRAP" "$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar" "${1:-4000}" "${2:-5}" "${3:-64}" |
+  grep -vE '^\s+[a-z.]+ = |Config values:|^$'

@@ -18,7 +18,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release --locked -p streamshard-core --test loom
 step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
-step "Java: the shim jar and its JNI bridge (Maven builds the native library with cargo)"
+step "local Kafka broker for the integration tests"
+. scripts/lib/broker.sh
+step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
-step "demo, short run"
+step "scheduler demo, short run"
 cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2

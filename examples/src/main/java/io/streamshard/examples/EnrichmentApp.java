@@ -65,7 +65,7 @@ public final class EnrichmentApp {
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put("auto.offset.reset", "earliest");
         return p;
     }
