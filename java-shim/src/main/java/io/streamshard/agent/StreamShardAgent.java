@@ -97,10 +97,7 @@ public final class StreamShardAgent {
             return true;
         }
         ClassLoader loader = StreamShardAgent.class.getClassLoader();
-        List<String> problems = check(TypePool.Default.of(ClassFileLocator.ForClassLoader.of(loader)));
-        if (!problems.isEmpty()) {
-            LOG.error("streamshard: cannot instrument Kafka Streams {} ({}); the application runs stock (serial)",
-                    kafkaStreamsVersion(), String.join("; ", problems));
+        if (!guard(TypePool.Default.of(ClassFileLocator.ForClassLoader.of(loader)), kafkaStreamsVersion())) {
             return false;
         }
         // Everything is described from class files, so that nothing Kafka Streams declares is
@@ -142,6 +139,20 @@ public final class StreamShardAgent {
             LOG.info("streamshard: agent installed on Kafka Streams {}", kafkaStreamsVersion());
         }
         return installed;
+    }
+
+    /**
+     * The version guard: true if every hook matches the classes {@code pool} describes; otherwise
+     * one ERROR naming every mismatch, and false (the caller then installs nothing).
+     */
+    static boolean guard(TypePool pool, String version) {
+        List<String> problems = check(pool);
+        if (problems.isEmpty()) {
+            return true;
+        }
+        LOG.error("streamshard: cannot instrument Kafka Streams {} ({}); nothing was changed, the application "
+                + "runs stock (serial)", version, String.join("; ", problems));
+        return false;
     }
 
     /** Reads and writes of the per-thread context fields, routed through the frames. */
