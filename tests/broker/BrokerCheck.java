@@ -15,7 +15,6 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -90,6 +89,8 @@ public final class BrokerCheck {
     }
 
     static final class CheckFailed extends Exception {
+        private static final long serialVersionUID = 1L;
+
         CheckFailed(String message) {
             super(message);
         }
@@ -159,7 +160,7 @@ public final class BrokerCheck {
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(STEP_TIMEOUT.toMillis()));
         if (transactionalId != null) {
             p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
-            p.put(ProducerConfig.TRANSACTION_TIMEOUT_MS_CONFIG, "30000");
+            p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "30000");
         }
         return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
     }
@@ -239,14 +240,15 @@ public final class BrokerCheck {
         String group = "streamshard-smoke-txn-group";
         createTopic(bootstrap, topic, partitions);
         TopicPartition sourcePartition = new TopicPartition(topic, 0);
-        try (KafkaProducer<String, String> producer = producer(bootstrap, "streamshard-smoke-txn")) {
+        try (KafkaProducer<String, String> producer = producer(bootstrap, "streamshard-smoke-txn");
+                KafkaConsumer<String, String> groupMember = consumer(bootstrap, group, "read_committed")) {
             producer.initTransactions();
             producer.beginTransaction();
             for (int i = 0; i < committed; i++) {
                 producer.send(new ProducerRecord<>(topic, "k" + i, "committed-" + i));
             }
             producer.sendOffsetsToTransaction(Map.of(sourcePartition, new OffsetAndMetadata(7)),
-                    new ConsumerGroupMetadata(group));
+                    groupMember.groupMetadata());
             producer.commitTransaction();
 
             producer.beginTransaction();
