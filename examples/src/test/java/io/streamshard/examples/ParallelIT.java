@@ -34,6 +34,12 @@ class ParallelIT {
         return "-" + name + "-" + Long.toString(System.nanoTime(), 36);
     }
 
+    static long workerThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("streamshard-worker-") && t.isAlive())
+                .count();
+    }
+
     @Test
     void enrichmentAppRunsParallelWithExactCountsTotalsAndOrder() throws Exception {
         String suffix = suffix("enrich");
@@ -56,7 +62,10 @@ class ParallelIT {
             assertThat(StreamShard.active(streams)).isTrue();
             assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
                     assertThat(decision).as("task %s", task).isEqualTo("parallel"));
+            assertThat(workerThreads()).isEqualTo(32);
         }
+        // KafkaStreams.close() stopped the worker pool.
+        assertThat(workerThreads()).isZero();
         assertThat(Demo.verify(BOOTSTRAP, suffix, expected)).isEmpty();
     }
 

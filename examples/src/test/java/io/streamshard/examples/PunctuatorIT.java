@@ -1,0 +1,110 @@
+package io.streamshard.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamshard.StreamShard;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A wall-clock punctuator in a parallel task runs only while none of that task's records is
+ * running; a stream-time punctuator makes its task serial.
+ */
+class PunctuatorIT {
+    private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
+
+    @Test
+    void wallClockPunctuatorRunsOnADrainedTask() throws Exception {
+        String suffix = "-punct-" + Long.toString(System.nanoTime(), 36);
+        String input = "punct-in" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
+        OrderProducer.produce(BOOTSTRAP, input, 1_500, 300, 0.5, 5);
+        Map<String, AtomicInteger> runningByTask = new ConcurrentHashMap<>();
+        AtomicInteger punctuations = new AtomicInteger();
+        AtomicInteger overlaps = new AtomicInteger();
+        AtomicReference<String> firstOverlap = new AtomicReference<>();
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(() -> new Processor<String, String, Void, Void>() {
+                    private AtomicInteger running;
+
+                    @Override
+                    public void init(ProcessorContext<Void, Void> context) {
+                        running = runningByTask.computeIfAbsent(context.taskId().toString(), k -> new AtomicInteger());
+                        context.schedule(Duration.ofMillis(20), PunctuationType.WALL_CLOCK_TIME, ts -> {
+                            punctuations.incrementAndGet();
+                            int r = running.get();
+                            if (r != 0) {
+                                overlaps.incrementAndGet();
+                                firstOverlap.compareAndSet(null, r + " records running in " + context.taskId());
+                            }
+                        });
+                    }
+
+                    @Override
+                    public void process(Record<String, String> record) {
+                        running.incrementAndGet();
+                        try {
+                            Thread.sleep(2);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        running.decrementAndGet();
+                    }
+                }, Named.as("punctuated"));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
+        p.put("streamshard.workers", "16");
+        p.put("streamshard.parallel.processors", "punctuated");
+        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            streams.start();
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 1_500, Duration.ofMinutes(2), () -> { });
+            assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
+        }
+        assertThat(punctuations.get()).isGreaterThan(5);
+        assertThat(overlaps.get()).as("punctuations that overlapped records: first %s", firstOverlap.get()).isZero();
+    }
+
+    @Test
+    void streamTimePunctuatorMakesTheTaskSerial() throws Exception {
+        String suffix = "-stpunct-" + Long.toString(System.nanoTime(), 36);
+        String input = "stpunct-in" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
+        OrderProducer.produce(BOOTSTRAP, input, 200, 50, 0.5, 6);
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(() -> new Processor<String, String, Void, Void>() {
+                    @Override
+                    public void init(ProcessorContext<Void, Void> context) {
+                        context.schedule(Duration.ofSeconds(1), PunctuationType.STREAM_TIME, ts -> { });
+                    }
+
+                    @Override
+                    public void process(Record<String, String> record) {}
+                }, Named.as("stream-time"));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
+        p.put("streamshard.parallel.processors", "stream-time");
+        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            streams.start();
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 200, Duration.ofMinutes(2), () -> { });
+            assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((t, d) ->
+                    assertThat(d).isEqualTo("serial: node stream-time schedules a stream-time punctuator"));
+        }
+    }
+}
