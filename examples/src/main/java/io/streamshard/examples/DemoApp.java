@@ -19,6 +19,13 @@ public final class DemoApp {
         int workers = Integer.parseInt(args[4]);
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put("streamshard.workers", Integer.toString(workers));
+        // The crash test restarts a killed instance: a short session lets the group move on quickly.
+        String stateDir = System.getProperty("streamshard.it.state.dir");
+        if (stateDir != null) {
+            p.put("state.dir", stateDir);
+            p.put("main.consumer.session.timeout.ms", "6000");
+            p.put("main.consumer.heartbeat.interval.ms", "1000");
+        }
         KafkaStreams streams = new KafkaStreams(EnrichmentApp.topology(callMs, suffix), p);
         Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
         streams.start();

@@ -33,6 +33,21 @@ public final class OrderProducer {
                     .map(t -> new NewTopic(t, partitions, (short) 1))
                     .toList();
             admin.createTopics(missing).all().get();
+            // New partitions take a moment to get a leader; producing before that makes the
+            // client retry against a moving target.
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (true) {
+                boolean ready = admin.describeTopics(topics).allTopicNames().get().values().stream()
+                        .allMatch(d -> d.partitions().size() == partitions
+                                && d.partitions().stream().allMatch(pi -> pi.leader() != null && !pi.leader().isEmpty()));
+                if (ready) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("topics " + topics + " got no leaders within 30 s");
+                }
+                Thread.sleep(100);
+            }
         }
     }
 
