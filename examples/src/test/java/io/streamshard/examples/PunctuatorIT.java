@@ -33,7 +33,7 @@ class PunctuatorIT {
         String suffix = "-punct-" + Long.toString(System.nanoTime(), 36);
         String input = "punct-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
-        OrderProducer.produce(BOOTSTRAP, input, 1_500, 300, 0.5, 5);
+        OrderProducer.produce(BOOTSTRAP, input, 4_000, 300, 0.5, 5);
         Map<String, AtomicInteger> runningByTask = new ConcurrentHashMap<>();
         AtomicInteger punctuations = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
@@ -60,7 +60,7 @@ class PunctuatorIT {
                     public void process(Record<String, String> record) {
                         running.incrementAndGet();
                         try {
-                            Thread.sleep(2);
+                            Thread.sleep(4);
                         } catch (InterruptedException e) {
                             Thread.currentThread().interrupt();
                         }
@@ -73,7 +73,7 @@ class PunctuatorIT {
         p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 1_500, Duration.ofMinutes(2), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 4_000, Duration.ofMinutes(2), () -> { });
             assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
         }
         assertThat(punctuations.get()).isGreaterThan(5);
