@@ -25,12 +25,15 @@ public final class StreamShardAdvice {
         }
     }
 
-    /** KafkaStreams.setState exit. */
+    /**
+     * KafkaStreams.setState entry: the shutdown helper sets NOT_RUNNING or ERROR after every
+     * StreamThread has finished; stopping the workers before the state changes means close()
+     * cannot return while a worker is still alive.
+     */
     public static final class InstanceState {
-        @Advice.OnMethodExit
-        static void exit(@Advice.This KafkaStreams streams, @Advice.Argument(0) KafkaStreams.State state,
-                @Advice.Return boolean changed) {
-            StreamShardRuntime.instanceStateChanged(streams, state, changed);
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This KafkaStreams streams, @Advice.Argument(0) KafkaStreams.State state) {
+            StreamShardRuntime.instanceStopping(streams, state);
         }
     }
 

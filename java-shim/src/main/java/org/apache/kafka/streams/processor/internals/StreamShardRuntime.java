@@ -107,9 +107,9 @@ public final class StreamShardRuntime {
         return null;
     }
 
-    /** KafkaStreams.setState exit. */
-    public static void instanceStateChanged(KafkaStreams streams, KafkaStreams.State state, boolean changed) {
-        if (!changed || (state != KafkaStreams.State.NOT_RUNNING && state != KafkaStreams.State.ERROR)) {
+    /** KafkaStreams.setState entry: the final states stop the instance's workers (once). */
+    public static void instanceStopping(KafkaStreams streams, KafkaStreams.State state) {
+        if (state != KafkaStreams.State.NOT_RUNNING && state != KafkaStreams.State.ERROR) {
             return;
         }
         Instance instance = BY_STREAMS.remove(streams);
