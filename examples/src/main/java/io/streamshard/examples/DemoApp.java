@@ -26,6 +26,9 @@ public final class DemoApp {
             p.put("main.consumer.session.timeout.ms", "6000");
             p.put("main.consumer.heartbeat.interval.ms", "1000");
         }
+        if (Boolean.getBoolean("streamshard.it.eos")) {
+            p.put("processing.guarantee", "exactly_once_v2");
+        }
         KafkaStreams streams = new KafkaStreams(EnrichmentApp.topology(callMs, suffix), p);
         Runtime.getRuntime().addShutdownHook(new Thread(streams::close));
         streams.start();

@@ -29,10 +29,11 @@ class CrashIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     private static final int RECORDS = 4_000;
 
-    private static Process start(String appId, String suffix, File stateDir, File log) throws Exception {
+    private static Process start(String appId, String suffix, File stateDir, File log, boolean eos) throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-javaagent:" + System.getProperty("streamshard.agent.jar"));
+        cmd.add("-Dstreamshard.it.eos=" + eos);
         cmd.add("-Dstreamshard.it.state.dir=" + stateDir);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
@@ -55,7 +56,17 @@ class CrashIT {
 
     @Test
     void killedMidStreamAndRestartedLosesNothing() throws Exception {
-        String suffix = "-crash-" + Long.toString(System.nanoTime(), 36);
+        crashAndRestart(false);
+    }
+
+    /** Exactly-once: nothing missing and nothing twice in the committed output. */
+    @Test
+    void underExactlyOnceKilledAndRestartedLosesAndDuplicatesNothing() throws Exception {
+        crashAndRestart(true);
+    }
+
+    private void crashAndRestart(boolean eos) throws Exception {
+        String suffix = "-crash" + (eos ? "eos" : "") + "-" + Long.toString(System.nanoTime(), 36);
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, EnrichmentApp.ENRICHED + suffix,
@@ -64,7 +75,7 @@ class CrashIT {
         File state = Files.createTempDirectory("streamshard-crash").toFile();
         File log = Files.createTempFile("streamshard-crash", ".log").toFile();
 
-        Process first = start(appId, suffix, state, log);
+        Process first = start(appId, suffix, state, log, eos);
         long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
         while (committed(appId, input) < RECORDS / 4) {
             assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
@@ -75,7 +86,7 @@ class CrashIT {
         long atKill = committed(appId, input);
         assertThat(atKill).as("killed mid-stream").isLessThan(RECORDS);
 
-        Process second = start(appId, suffix, state, log);
+        Process second = start(appId, suffix, state, log, eos);
         try {
             Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () ->
                     assertThat(second.isAlive()).as("second run alive; log %s", log).isTrue());
@@ -89,6 +100,7 @@ class CrashIT {
         Set<String> seen = new HashSet<>();
         Map<String, Long> last = new HashMap<>();
         List<String> skips = new ArrayList<>();
+        List<String> duplicates = new ArrayList<>();
         for (ConsumerRecord<String, String> r : Demo.readAll(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix,
                 new StringDeserializer())) {
             long seq = Long.parseLong(r.value().split(",")[0]);
@@ -97,7 +109,9 @@ class CrashIT {
                 skips.add(r.key() + ": " + seq + " after " + prev);
             }
             last.put(r.key(), seq);
-            seen.add(r.key() + "#" + seq);
+            if (!seen.add(r.key() + "#" + seq)) {
+                duplicates.add(r.key() + "#" + seq);
+            }
         }
         List<String> missing = new ArrayList<>();
         expected.counts().forEach((key, n) -> {
@@ -109,5 +123,9 @@ class CrashIT {
         });
         assertThat(missing).as("input records missing from the output").isEmpty();
         assertThat(skips).as("per-customer sequence skipped forward").isEmpty();
+        if (eos) {
+            assertThat(duplicates).as("records twice in the committed output").isEmpty();
+            assertThat(Demo.verify(BOOTSTRAP, suffix, expected)).isEmpty();
+        }
     }
 }

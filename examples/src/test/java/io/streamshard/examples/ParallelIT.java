@@ -42,7 +42,16 @@ class ParallelIT {
 
     @Test
     void enrichmentAppRunsParallelWithExactCountsTotalsAndOrder() throws Exception {
-        String suffix = suffix("enrich");
+        enrichment(false);
+    }
+
+    @Test
+    void underExactlyOnceTheSameExactResults() throws Exception {
+        enrichment(true);
+    }
+
+    private void enrichment(boolean eos) throws Exception {
+        String suffix = suffix(eos ? "enricheos" : "enrich");
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix, EnrichmentApp.ENRICHED + suffix,
                 EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000,
@@ -50,6 +59,9 @@ class ParallelIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "32");
         p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        if (eos) {
+            p.put("processing.guarantee", "exactly_once_v2");
+        }
         try (KafkaStreams streams = new KafkaStreams(EnrichmentApp.topology(2, suffix), p)) {
             AtomicReference<Throwable> error = new AtomicReference<>();
             streams.setUncaughtExceptionHandler(e -> {

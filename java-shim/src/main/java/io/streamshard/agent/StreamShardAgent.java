@@ -67,6 +67,8 @@ public final class StreamShardAgent {
             new Hook(STREAM_TASK, "schedule", List.of("long", "long", "org.apache.kafka.streams.processor.PunctuationType",
                     "org.apache.kafka.streams.processor.Punctuator", "boolean"), ADVICE + "Schedule",
                     List.of()),
+            new Hook(P + "StreamsProducer", "maybeBeginTransaction", List.of(), ADVICE + "BeginTransaction",
+                    List.of("transactionInFlight")),
             new Hook(APC, "setSystemTimeMs", List.of("long"), ADVICE + "SetSystemTime", List.of()),
             new Hook(APC, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTime", List.of()));
 

@@ -122,6 +122,26 @@ public final class StreamShardAdvice {
         }
     }
 
+    /**
+     * StreamsProducer.maybeBeginTransaction: a check-then-act on a plain boolean, and under
+     * exactly-once several workers of one StreamThread send through the same producer. While no
+     * transaction is in flight, callers take a per-producer lock, so exactly one begins it.
+     */
+    public static final class BeginTransaction {
+        @Advice.OnMethodEnter
+        static java.util.concurrent.locks.ReentrantLock enter(@Advice.This Object producer,
+                @Advice.FieldValue("transactionInFlight") boolean inFlight) {
+            return inFlight ? null : StreamShardRuntime.lockBegin(producer);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Enter java.util.concurrent.locks.ReentrantLock lock) {
+            if (lock != null) {
+                lock.unlock();
+            }
+        }
+    }
+
     /** AbstractProcessorContext.setSystemTimeMs: per-thread on workers. */
     public static final class SetSystemTime {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)

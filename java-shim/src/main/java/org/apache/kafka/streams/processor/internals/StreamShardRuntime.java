@@ -96,10 +96,6 @@ public final class StreamShardRuntime {
     }
 
     private static String instanceSerialReason(StreamsConfig config) {
-        Object guarantee = config.originals().get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG);
-        if (guarantee != null && !StreamsConfig.AT_LEAST_ONCE.equals(guarantee.toString())) {
-            return "exactly-once is not supported yet by this streamshard build";
-        }
         Object threads = config.originals().get("__processing.threads.enabled__");
         if (threads != null && Boolean.parseBoolean(threads.toString())) {
             return "Kafka Streams processing threads (__processing.threads.enabled__) are on";
@@ -140,6 +136,17 @@ public final class StreamShardRuntime {
             return;
         }
         factories.replaceAll((name, f) -> f.withCachingDisabled());
+    }
+
+    private static final Map<Object, java.util.concurrent.locks.ReentrantLock> BEGIN_LOCKS =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+    /** Takes (and returns, locked) the lock that serializes beginning a transaction on a producer. */
+    public static java.util.concurrent.locks.ReentrantLock lockBegin(Object producer) {
+        java.util.concurrent.locks.ReentrantLock lock =
+                BEGIN_LOCKS.computeIfAbsent(producer, k -> new java.util.concurrent.locks.ReentrantLock());
+        lock.lock();
+        return lock;
     }
 
     // ---------------------------------------------------------------- task lifecycle
