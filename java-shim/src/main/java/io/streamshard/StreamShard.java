@@ -16,6 +16,32 @@ public final class StreamShard {
         return StreamShardRuntime.explain(streams);
     }
 
+    /**
+     * Installs the agent into the running JVM, for applications that cannot add
+     * {@code -javaagent:}. Call it before the first {@code KafkaStreams} is created. It attaches
+     * to the JVM itself, which needs {@code -Djdk.attach.allowAttachSelf=true} (or an external
+     * attach helper, which fails when the JVM runs as root) and, on JDK 21+,
+     * {@code -XX:+EnableDynamicAgentLoading} to avoid a warning; prefer {@code -javaagent:}.
+     *
+     * @return true if the agent is installed; false (with an ERROR logged) if it could not attach
+     *     or this Kafka Streams version cannot be instrumented (the application then runs stock)
+     */
+    public static boolean install() {
+        if (io.streamshard.agent.StreamShardAgent.installed()) {
+            return true;
+        }
+        java.lang.instrument.Instrumentation inst;
+        try {
+            inst = net.bytebuddy.agent.ByteBuddyAgent.install();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger("io.streamshard").error(
+                    "streamshard: cannot attach to this JVM ({}); start it with -javaagent:streamshard.jar or "
+                            + "-Djdk.attach.allowAttachSelf=true; the application runs stock", e.toString());
+            return false;
+        }
+        return io.streamshard.agent.StreamShardAgent.install(inst);
+    }
+
     /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */
     public static boolean active(KafkaStreams streams) {
         return StreamShardRuntime.active(streams);
