@@ -7,17 +7,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -97,34 +92,11 @@ class CrashIT {
 
         // Every (customer, seq) of the input is in the output; per customer the output goes up by
         // one, or starts again lower (a replay after the crash), never skips.
-        Set<String> seen = new HashSet<>();
-        Map<String, Long> last = new HashMap<>();
-        List<String> skips = new ArrayList<>();
-        List<String> duplicates = new ArrayList<>();
-        for (ConsumerRecord<String, String> r : Demo.readAll(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix,
-                new StringDeserializer())) {
-            long seq = Long.parseLong(r.value().split(",")[0]);
-            long prev = last.getOrDefault(r.key(), 0L);
-            if (seq > prev + 1) {
-                skips.add(r.key() + ": " + seq + " after " + prev);
-            }
-            last.put(r.key(), seq);
-            if (!seen.add(r.key() + "#" + seq)) {
-                duplicates.add(r.key() + "#" + seq);
-            }
-        }
-        List<String> missing = new ArrayList<>();
-        expected.counts().forEach((key, n) -> {
-            for (long s = 1; s <= n; s++) {
-                if (!seen.contains(key + "#" + s)) {
-                    missing.add(key + "#" + s);
-                }
-            }
-        });
-        assertThat(missing).as("input records missing from the output").isEmpty();
-        assertThat(skips).as("per-customer sequence skipped forward").isEmpty();
+        AtLeastOnceCheck check = AtLeastOnceCheck.of(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix, expected);
+        assertThat(check.missing()).as("input records missing from the output").isEmpty();
+        assertThat(check.skips()).as("per-customer sequence skipped forward").isEmpty();
         if (eos) {
-            assertThat(duplicates).as("records twice in the committed output").isEmpty();
+            assertThat(check.duplicates()).as("records twice in the committed output").isEmpty();
             assertThat(Demo.verify(BOOTSTRAP, suffix, expected)).isEmpty();
         }
     }

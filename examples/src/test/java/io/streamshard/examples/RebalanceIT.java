@@ -4,15 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
-import java.util.Set;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.Test;
 
@@ -56,28 +49,8 @@ class RebalanceIT {
             }
             Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () -> { });
         }
-        Set<String> seen = new HashSet<>();
-        Map<String, Long> last = new HashMap<>();
-        List<String> skips = new ArrayList<>();
-        for (ConsumerRecord<String, String> r : Demo.readAll(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix,
-                new StringDeserializer())) {
-            long seq = Long.parseLong(r.value().split(",")[0]);
-            long prev = last.getOrDefault(r.key(), 0L);
-            if (seq > prev + 1) {
-                skips.add(r.key() + ": " + seq + " after " + prev);
-            }
-            last.put(r.key(), seq);
-            seen.add(r.key() + "#" + seq);
-        }
-        List<String> missing = new ArrayList<>();
-        expected.counts().forEach((key, n) -> {
-            for (long s = 1; s <= n; s++) {
-                if (!seen.contains(key + "#" + s)) {
-                    missing.add(key + "#" + s);
-                }
-            }
-        });
-        assertThat(missing).as("input records missing from the output").isEmpty();
-        assertThat(skips).as("per-customer sequence skipped forward").isEmpty();
+        AtLeastOnceCheck check = AtLeastOnceCheck.of(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix, expected);
+        assertThat(check.missing()).as("input records missing from the output").isEmpty();
+        assertThat(check.skips()).as("per-customer sequence skipped forward").isEmpty();
     }
 }
