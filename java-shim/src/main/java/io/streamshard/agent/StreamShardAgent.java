@@ -122,7 +122,9 @@ public final class StreamShardAgent {
                     public void onError(String typeName, ClassLoader cl, JavaModule module, boolean loaded,
                             Throwable throwable) {
                         failures.add(typeName + ": " + throwable);
-                        LOG.error("streamshard: instrumenting {} failed", typeName, throwable);
+                        AgentState.fail(typeName + ": " + throwable);
+                        LOG.error("streamshard: instrumenting {} failed; no new task runs parallel, the "
+                                + "application runs stock from here on", typeName, throwable);
                     }
                 });
         for (Map.Entry<String, List<AsmVisitorWrapper>> e : byType.entrySet()) {

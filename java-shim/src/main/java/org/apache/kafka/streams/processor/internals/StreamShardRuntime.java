@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.agent.AgentState;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
@@ -83,6 +84,10 @@ public final class StreamShardRuntime {
             LOG.info("streamshard: disabled by {}=false; {} runs stock", StreamShardConfig.ENABLED, clientId);
             return;
         }
+        if (AgentState.failure() != null) {
+            LOG.error("streamshard: instrumentation failed ({}); {} runs stock", AgentState.failure(), clientId);
+            return;
+        }
         String why = instanceSerialReason(config);
         if (why != null) {
             LOG.warn("streamshard: {}; {} runs stock (serial)", why, clientId);
@@ -154,7 +159,7 @@ public final class StreamShardRuntime {
     /** StreamTask constructor exit: classify the task and remember the decision. */
     public static void taskCreated(StreamTask task, Object metrics) {
         Instance instance = INSTANCES.get(metrics);
-        if (instance == null) {
+        if (instance == null || AgentState.failure() != null) {
             return;
         }
         String reason = classify(task, instance.config.parallelProcessors());

@@ -1,0 +1,26 @@
+package io.streamshard.agent;
+
+/**
+ * Whether every class the agent instruments was transformed. Classes are transformed lazily, as
+ * Kafka Streams loads them, so a failure can come after installation; from then on no new
+ * instance or task goes parallel (a task whose context class failed to transform must never run
+ * on workers). Kept free of Kafka types so that the transformer's error callback can set it
+ * without loading any class it instruments.
+ */
+public final class AgentState {
+    private static volatile String failure;
+
+    private AgentState() {}
+
+    /** Records the first transformation failure. */
+    public static void fail(String what) {
+        if (failure == null) {
+            failure = what;
+        }
+    }
+
+    /** The first transformation failure, or null. */
+    public static String failure() {
+        return failure;
+    }
+}
