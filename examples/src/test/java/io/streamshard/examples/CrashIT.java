@@ -33,7 +33,8 @@ class CrashIT {
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(DemoApp.class.getName());
-        cmd.addAll(List.of(BOOTSTRAP, appId, suffix, "2", "32"));
+        // Slow enough (5 ms, 8 workers: well over a second of work) that the kill lands mid-stream.
+        cmd.addAll(List.of(BOOTSTRAP, appId, suffix, "5", "8"));
         return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log))
                 .start();
     }
@@ -72,7 +73,7 @@ class CrashIT {
 
         Process first = start(appId, suffix, state, log, eos);
         long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-        while (committed(appId, input) < RECORDS / 4) {
+        while (committed(appId, input) < RECORDS / 5) {
             assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
             assertThat(System.nanoTime()).as("first run made progress; log %s", log).isLessThan(deadline);
             Thread.sleep(50);
