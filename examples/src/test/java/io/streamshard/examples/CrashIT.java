@@ -39,15 +39,11 @@ class CrashIT {
                 .start();
     }
 
-    private static long committed(String group, String topic) throws Exception {
-        Properties p = new Properties();
-        p.put("bootstrap.servers", BOOTSTRAP);
-        try (Admin admin = Admin.create(p)) {
-            Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata().get();
-            return c.entrySet().stream().filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
-                    .mapToLong(e -> e.getValue().offset()).sum();
-        }
+    private static long committed(Admin admin, String group, String topic) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(group)
+                .partitionsToOffsetAndMetadata().get();
+        return c.entrySet().stream().filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
+                .mapToLong(e -> e.getValue().offset()).sum();
     }
 
     @Test
@@ -72,14 +68,20 @@ class CrashIT {
         File log = Files.createTempFile("streamshard-crash", ".log").toFile();
 
         Process first = start(appId, suffix, state, log, eos);
-        long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-        while (committed(appId, input) < RECORDS / 5) {
-            assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
-            assertThat(System.nanoTime()).as("first run made progress; log %s", log).isLessThan(deadline);
-            Thread.sleep(50);
+        long atKill;
+        Properties props = new Properties();
+        props.put("bootstrap.servers", BOOTSTRAP);
+        // One admin client, polled often: the kill must land while the first run is mid-stream.
+        try (Admin admin = Admin.create(props)) {
+            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
+            while (committed(admin, appId, input) < RECORDS / 5) {
+                assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
+                assertThat(System.nanoTime()).as("first run made progress; log %s", log).isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            first.destroyForcibly().waitFor();
+            atKill = committed(admin, appId, input);
         }
-        first.destroyForcibly().waitFor();
-        long atKill = committed(appId, input);
         assertThat(atKill).as("killed mid-stream").isLessThan(RECORDS);
 
         Process second = start(appId, suffix, state, log, eos);
