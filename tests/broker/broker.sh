@@ -172,7 +172,13 @@ broker_pid() {
 
 # True while $1 is a live process (a zombie's cmdline is empty; procfs files all report size 0,
 # so the content is read rather than tested with -s).
-alive() { [[ -n "$(tr -d '\0' 2>/dev/null <"/proc/$1/cmdline")" ]]; }
+# Alive = the process exists and is not a zombie. (Reading /proc/PID/cmdline was seen to come back
+# empty for a live process under load, around its exec, and a start was wrongly reported failed.)
+alive() {
+  local st
+  st=$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n "$st" && "$st" != Z && "$st" != X ]]
+}
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
