@@ -6,16 +6,12 @@ import io.streamshard.StreamShard;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
-import java.util.concurrent.atomic.AtomicReference;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
-import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Produced;
 import org.junit.jupiter.api.Test;
@@ -27,18 +23,12 @@ class ErrorsIT {
 
     /** The poison record is the 100th; the others are plain numbers. */
     private static String[] topics(String name) throws Exception {
-        String suffix = "-" + name + "-" + Long.toString(System.nanoTime(), 36);
+        String suffix = Inputs.suffix(name);
         String in = "errors-in" + suffix;
         String out = "errors-out" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(in, out));
-        Properties p = new Properties();
-        p.put("bootstrap.servers", BOOTSTRAP);
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
-            for (int i = 0; i < RECORDS; i++) {
-                producer.send(new ProducerRecord<>(in, "k" + (i % 20), i == 99 ? "poison" : Integer.toString(i))).get();
-            }
-        }
+        Inputs.produce(BOOTSTRAP, RECORDS,
+                i -> new ProducerRecord<>(in, "k" + (i % 20), i == 99 ? "poison" : Integer.toString(i)));
         return new String[] {in, out, "it" + suffix};
     }
 
@@ -75,25 +65,12 @@ class ErrorsIT {
     @Test
     void logAndFailFailsTheStreamThreadAsStockDoes() throws Exception {
         String[] t = topics("fail");
-        AtomicReference<Throwable> uncaught = new AtomicReference<>();
+        Throwable root;
         try (KafkaStreams streams = app(t[0], t[1], t[2], false)) {
-            streams.setUncaughtExceptionHandler(e -> {
-                uncaught.compareAndSet(null, e);
-                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
-            });
-            streams.start();
-            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-            while (streams.state() != KafkaStreams.State.ERROR && System.nanoTime() < deadline) {
-                Thread.sleep(100);
-            }
-            assertThat(streams.state()).isEqualTo(KafkaStreams.State.ERROR);
+            root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> {});
         }
-        Throwable root = uncaught.get();
-        assertThat(root).isNotNull();
-        boolean found = false;
-        for (Throwable c = root; c != null; c = c.getCause()) {
-            found |= c instanceof IllegalArgumentException && "poison record".equals(c.getMessage());
-        }
+        boolean found = Inputs.causedBy(root,
+                c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
         assertThat(found).as("the poison record's exception is in the cause chain of %s", root).isTrue();
     }
 }

@@ -1,0 +1,67 @@
+package io.streamshard.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
+import java.util.function.Predicate;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
+
+/** Test support: unique topic names, input written one record at a time, failing apps. */
+final class Inputs {
+    private Inputs() {}
+
+    static String suffix(String name) {
+        return "-" + name + "-" + Long.toString(System.nanoTime(), 36);
+    }
+
+    static void produce(String bootstrap, int records, IntFunction<ProducerRecord<String, String>> record)
+            throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < records; i++) {
+                producer.send(record.apply(i)).get();
+            }
+        }
+    }
+
+    /**
+     * Starts {@code streams} with an uncaught-exception handler that shuts the client down, waits
+     * (running {@code check} every 50 ms) until it is in ERROR and returns the StreamThread's
+     * exception.
+     */
+    static Throwable runUntilError(KafkaStreams streams, Duration timeout, Runnable check) throws Exception {
+        AtomicReference<Throwable> uncaught = new AtomicReference<>();
+        streams.setUncaughtExceptionHandler(e -> {
+            uncaught.compareAndSet(null, e);
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        streams.start();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (streams.state() != KafkaStreams.State.ERROR && System.nanoTime() < deadline) {
+            check.run();
+            Thread.sleep(50);
+        }
+        assertThat(streams.state()).isEqualTo(KafkaStreams.State.ERROR);
+        assertThat(uncaught.get()).as("the StreamThread's exception").isNotNull();
+        return uncaught.get();
+    }
+
+    /** Whether {@code root} or one of its causes matches. */
+    static boolean causedBy(Throwable root, Predicate<Throwable> match) {
+        for (Throwable c = root; c != null; c = c.getCause()) {
+            if (match.test(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
