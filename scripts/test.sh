@@ -22,5 +22,11 @@ step "local Kafka broker for the integration tests"
 . scripts/lib/broker.sh
 step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
+step "load tool end to end on the broker (produce, wait, verify)"
+cargo test --locked -p streamshard-load --test broker
+step "benchmark harness, quick mode: every engine and scenario runs and is verified; speed not asserted"
+python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
+cargo build --locked -q -p streamshard-load
+STREAMSHARD_LOAD=target/debug/streamshard-load python3 bench/run.py --quick --brokers "$STREAMSHARD_BOOTSTRAP"
 step "scheduler demo, short run"
 cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2

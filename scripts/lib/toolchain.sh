@@ -24,3 +24,7 @@ if ! command -v java >/dev/null 2>&1; then
   echo "error: java not found: streamshard needs a JDK 17 or newer" >&2
   exit 1
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "error: python3 not found: the benchmark harness (bench/run.py) needs Python 3.9 or newer" >&2
+  exit 1
+fi

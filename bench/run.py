@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""The side-by-side benchmark: stock Kafka Streams vs streamshard vs Parallel Consumer.
+
+Run through scripts/bench.sh, which builds everything and starts the local broker. For each
+scenario and engine this script creates fresh topics, produces the same input (same seed, so the
+same keys, sequence numbers and payloads), starts the app in its own JVM, waits until its group has
+consumed the input, produces a paced tail for the latency measurement, stops the app, and checks the
+output with `streamshard-load verify`. It writes results.json, results.md and results.png.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOAD = os.environ.get("STREAMSHARD_LOAD", os.path.join(ROOT, "target", "release", "streamshard-load"))
+VERSION = "0.1.0-SNAPSHOT"
+AGENT = os.path.join(ROOT, "java-shim", "target", f"streamshard-{VERSION}.jar")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Scenario:
+    name: str
+    title: str
+    work: str
+    partitions: int
+    keys: int
+    dist: str
+    workers: int
+    records: int
+    engines: list
+    guarantee: str = "alos"
+    counts: bool = False
+    payload: int = 100
+    note: str = ""
+    sweep: list = field(default_factory=list)
+
+
+def scenarios(quick):
+    """The scenario table; --quick shrinks the inputs and the engine lists so it runs in < 3 min."""
+    n = (lambda full, small: small) if quick else (lambda full, small: full)
+    io_engines = ["stock", "streamshard", "pc"] if quick else ["stock", "stock-4t", "streamshard", "pc"]
+    return [
+        Scenario("io", "I/O-bound: 5 ms call, 4 partitions, Zipf(1.1) over 10,000 keys, 64 workers",
+                 "sleep:5000", 4, 10000, "zipf:1.1", 64, n(6000, 400), io_engines),
+        Scenario("io-stateful", "I/O-bound + groupByKey().count()", "sleep:5000", 4, 10000, "zipf:1.1", 64,
+                 n(6000, 400), ["stock", "streamshard"] if quick else ["stock", "streamshard", "pc"], counts=True,
+                 note="Parallel Consumer keeps no state: its run does the I/O part only."),
+        Scenario("cpu", "CPU-bound: ~200 µs CPU per record, 1 partition, 10,000 uniform keys, 2 workers",
+                 "cpu:200", 1, 10000, "uniform", 2, n(20000, 1000),
+                 ["streamshard"] if quick else ["stock", "streamshard", "pc"]),
+        Scenario("noop", "no-op: value copied, 4 partitions, 10,000 uniform keys, 8 workers", "none", 4, 10000,
+                 "uniform", 8, n(200000, 5000), ["stock", "streamshard"] if quick else ["stock", "streamshard", "pc"]),
+        Scenario("hot", "hot key: 50% of records on one key, 5 ms call, 4 partitions, 64 workers", "sleep:5000", 4,
+                 10000, "hot:0.5", 64, n(4000, 200), ["streamshard"] if quick else ["stock", "streamshard", "pc"]),
+        Scenario("io-eos", "I/O-bound, exactly-once v2", "sleep:5000", 4, 10000, "zipf:1.1", 64, n(6000, 400),
+                 ["streamshard", "pc"] if quick else ["stock", "streamshard", "pc"], guarantee="eos"),
+        Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
+                 ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
+    ]
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def load(*args, check=True):
+    """Runs the load tool; returns its JSON summary (its last stdout line)."""
+    cmd = [LOAD, str(args[0]), "--brokers", BROKERS] + [str(a) for a in args[1:]]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    summary = json.loads(lines[-1]) if lines else {}
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return summary, p.returncode
+
+
+def classpath(module):
+    with open(os.path.join(ROOT, module, "target", "classpath.txt")) as f:
+        deps = f.read().strip()
+    jar = os.path.join(ROOT, module, "target", f"streamshard-{module}-{VERSION}.jar")
+    return jar + ":" + deps
+
+
+def command(engine, s, workers, run, topics):
+    java = ["java", "-Xmx1g", "-XX:+UseParallelGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dorg.slf4j.simpleLogger.log.io.streamshard=info"]
+    inp, out, counts = topics
+    if engine == "pc":
+        return java + ["-cp", classpath("bench-pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
+                       s.guarantee, str(workers)]
+    agent = ["-javaagent:" + AGENT] if engine == "streamshard" else []
+    threads = s.partitions if engine == "stock-4t" else 1
+    return java + agent + ["-cp", classpath("examples"), "io.streamshard.examples.BenchApp", BROKERS, run, inp, out,
+                           counts or "-", s.work, s.guarantee, str(threads), str(workers)]
+
+
+class Sampler(threading.Thread):
+    """Samples the app's CPU time (utime + stime) and peak RSS (VmHWM) from /proc."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.cpu_s = 0.0
+        self.peak_rss_kb = 0
+        self.stopped = threading.Event()
+
+    def sample(self):
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            self.cpu_s = (int(fields[11]) + int(fields[12])) / CLK_TCK
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.peak_rss_kb = max(self.peak_rss_kb, int(line.split()[1]))
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+
+    def run(self):
+        while not self.stopped.wait(0.2):
+            self.sample()
+
+
+def run_one(s, engine, workers, out_dir, quick):
+    run = f"bench-{s.name}-{engine}-w{workers}-{int(time.time() * 1000) % 10**9}"
+    inp, out = run + "-in", run + "-out"
+    counts = run + "-counts" if s.counts and engine != "pc" else None
+    load("create", "--topic", inp, "--partitions", s.partitions)
+    load("create", "--topic", out, "--partitions", s.partitions, "--config", "message.timestamp.type=LogAppendTime")
+    if counts:
+        load("create", "--topic", counts, "--partitions", s.partitions)
+    state = os.path.join(out_dir, "logs", run + ".state.json")
+    load("produce", "--topic", inp, "--records", s.records, "--keys", s.keys, "--dist", s.dist, "--payload",
+         s.payload, "--seed", 42, "--state", state)
+
+    logf = open(os.path.join(out_dir, "logs", run + ".log"), "w")
+    started = time.time()
+    app = subprocess.Popen(command(engine, s, workers, run, (inp, out, counts)), stdout=logf,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    sampler = Sampler(app.pid)
+    sampler.start()
+    result = {"scenario": s.name, "engine": engine, "workers": workers, "records": s.records,
+              "partitions": s.partitions, "guarantee": s.guarantee}
+    try:
+        # Generous: stock at 5 ms per record with one thread needs records * 5 ms.
+        timeout = 120 + s.records * 0.012
+        _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", int(timeout), check=False)
+        if rc != 0 or app.poll() is not None:
+            raise RuntimeError(f"{engine} did not consume {inp} (wait rc={rc}, app rc={app.poll()}); see {logf.name}")
+        backlog_s = time.time() - started
+        # A paced tail at half the rate the app reached (startup included, so below capacity) for
+        # the end-to-end latency: the backlog's records only measure queueing.
+        rate = max(10, int(0.5 * s.records / backlog_s))
+        tail = max(20, int(rate * (1 if quick else 4)))
+        tail_from_us = int(time.time() * 1e6)
+        load("produce", "--topic", inp, "--records", tail, "--keys", s.keys, "--dist", s.dist, "--payload",
+             s.payload, "--seed", 43, "--state", state, "--rate", rate)
+        _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", 120, check=False)
+        if rc != 0:
+            raise RuntimeError(f"{engine} did not consume the tail of {inp}; see {logf.name}")
+        sampler.sample()
+        result.update(cpu_s=round(sampler.cpu_s, 2), peak_rss_mb=round(sampler.peak_rss_kb / 1024, 1),
+                      wall_s=round(time.time() - started, 1), tail_records=tail, tail_rate=rate,
+                      tail_from_us=tail_from_us)
+    finally:
+        sampler.stopped.set()
+        os.killpg(app.pid, signal.SIGTERM)
+        try:
+            app.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait()
+        logf.close()
+    args = ["verify", "--input", inp, "--output", out, "--latency-after-us", tail_from_us]
+    if counts:
+        args += ["--counts", counts]
+    summary, _ = load(*args, check=False)
+    result["verify"] = summary
+    result["rate_rps"] = summary.get("rate_rps")
+    lat = summary.get("latency_ms") or {}
+    result["p50_ms"], result["p99_ms"] = lat.get("p50"), lat.get("p99")
+    log(f"{s.name:12} {engine:12} w={workers:<4} rate={result['rate_rps']} rec/s p50={result['p50_ms']} ms "
+        f"p99={result['p99_ms']} ms cpu={result['cpu_s']} s rss={result['peak_rss_mb']} MB "
+        f"verify={'ok' if summary.get('ok') else 'FAILED ' + json.dumps(summary)}")
+    return result
+
+
+def fmt(x, digits=0):
+    if x is None:
+        return "—"
+    return f"{x:,.{digits}f}"
+
+
+def per_key_bound(results, s):
+    """The per-key ordering bound for a sleep scenario: records / (hottest key's records * latency)."""
+    if not s.work.startswith("sleep:"):
+        return None
+    hot = [r["verify"].get("max_key_records") for r in results if r["scenario"] == s.name and r.get("verify")]
+    hot = [h for h in hot if h]
+    if not hot:
+        return None
+    latency_s = int(s.work.split(":")[1]) / 1e6
+    records = max(r["verify"].get("input", 0) for r in results if r["scenario"] == s.name)
+    return records / (max(hot) * latency_s)
+
+
+def markdown(results, scns, quick, elapsed):
+    lines = [f"<!-- written by bench/run.py{' --quick' if quick else ''}; do not edit -->", "",
+             "| scenario | engine | workers | records/s | vs stock | vs Parallel Consumer | p50 ms | p99 ms | "
+             "CPU s | peak RSS MB | verify |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s in scns:
+        rows = [r for r in results if r["scenario"] == s.name]
+        stock = next((r.get("rate_rps") for r in rows if r["engine"] == "stock"), None)
+        for r in rows:
+            pc = next((x.get("rate_rps") for x in rows if x["engine"] == "pc" and x["workers"] == r["workers"]), None)
+            rate = r.get("rate_rps")
+            vs_stock = f"{rate / stock:.2f}×" if rate and stock and r["engine"] != "stock" else ""
+            vs_pc = f"{rate / pc:.2f}×" if rate and pc and r["engine"] != "pc" else ""
+            v = r.get("verify") or {}
+            ok = "ok" if v.get("ok") else ("FAILED: " + r.get("error", json.dumps(v))[:120])
+            lines.append(f"| {s.name} | {r['engine']} | {r['workers']} | {fmt(rate)} | {vs_stock} | {vs_pc} | "
+                         f"{fmt(r.get('p50_ms'))} | {fmt(r.get('p99_ms'))} | {fmt(r.get('cpu_s'), 1)} | "
+                         f"{fmt(r.get('peak_rss_mb'))} | {ok} |")
+    lines += ["", "Scenarios:", ""]
+    for s in scns:
+        bound = per_key_bound(results, s)
+        extra = f" Per-key ordering bound on this input: {bound:,.0f} records/s." if bound else ""
+        lines.append(f"- `{s.name}`: {s.title}; {s.records:,} records, {s.payload}-byte values, "
+                     f"{'exactly-once v2' if s.guarantee == 'eos' else 'at-least-once'}.{extra} {s.note}".rstrip())
+    lines += ["", f"Total benchmark time: {elapsed:.0f} s."]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results, scns, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.5))
+    main = [s for s in scns if not s.sweep]
+    engines = ["stock", "stock-4t", "streamshard", "pc"]
+    colors = {"stock": "#888888", "stock-4t": "#bbbbbb", "streamshard": "#1f77b4", "pc": "#ff7f0e"}
+    width = 0.2
+    for i, e in enumerate(engines):
+        xs, ys = [], []
+        for j, s in enumerate(main):
+            r = next((r for r in results if r["scenario"] == s.name and r["engine"] == e), None)
+            if r and r.get("rate_rps"):
+                xs.append(j + (i - 1.5) * width)
+                ys.append(r["rate_rps"])
+        if xs:
+            ax1.bar(xs, ys, width, label=e, color=colors[e])
+    ax1.set_xticks(range(len(main)))
+    ax1.set_xticklabels([s.name for s in main])
+    ax1.set_yscale("log")
+    ax1.set_ylabel("records/s (steady state, log scale)")
+    ax1.set_title("Throughput by scenario")
+    ax1.legend()
+
+    sweep = next((s for s in scns if s.sweep), None)
+    if sweep:
+        for e in ["streamshard", "pc"]:
+            pts = sorted((r["workers"], r["rate_rps"]) for r in results
+                         if r["scenario"] == sweep.name and r["engine"] == e and r.get("rate_rps"))
+            if pts:
+                ax2.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=e, color=colors[e])
+        latency_s = int(sweep.work.split(":")[1]) / 1e6
+        ws = sweep.sweep
+        ax2.plot(ws, [min(w, sweep.keys) / latency_s for w in ws], "--", color="#2ca02c",
+                 label="ideal min(workers, keys) / latency")
+        bound = per_key_bound(results, sweep)
+        if bound:
+            ax2.axhline(bound, linestyle=":", color="#d62728", label="per-key ordering bound")
+        ax2.set_xscale("log", base=2)
+        ax2.set_yscale("log")
+        ax2.set_xlabel("workers")
+        ax2.set_ylabel("records/s")
+        ax2.set_title(sweep.title)
+        ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    global BROKERS
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small inputs, fewer engines: under 3 minutes")
+    ap.add_argument("--only", help="comma-separated scenario names")
+    ap.add_argument("--out", help="where results go (default docs/benchmarks, or target/bench-quick with --quick)")
+    ap.add_argument("--brokers", default=os.environ.get("STREAMSHARD_BOOTSTRAP", "127.0.0.1:9092"))
+    a = ap.parse_args()
+    BROKERS = a.brokers
+    if a.out is None:
+        a.out = os.path.join(ROOT, "target", "bench-quick") if a.quick else os.path.join(ROOT, "docs", "benchmarks")
+    scns = scenarios(a.quick)
+    if a.only:
+        wanted = a.only.split(",")
+        unknown = set(wanted) - {s.name for s in scns}
+        if unknown:
+            sys.exit(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+        scns = [s for s in scns if s.name in wanted]
+    os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
+    began = time.time()
+    results = []
+    for s in scns:
+        for engine in s.engines:
+            for workers in (s.sweep or [s.workers]):
+                try:
+                    results.append(run_one(s, engine, workers, a.out, a.quick))
+                except Exception as e:  # one failed run is reported, the others still run
+                    log(f"{s.name} {engine} w={workers} FAILED: {e}")
+                    results.append({"scenario": s.name, "engine": engine, "workers": workers,
+                                    "records": s.records, "error": str(e)})
+    elapsed = time.time() - began
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"quick": a.quick, "elapsed_s": round(elapsed), "results": results}, f, indent=1)
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(markdown(results, scns, a.quick, elapsed))
+    chart(results, scns, os.path.join(a.out, "results.png"))
+    log(f"done in {elapsed:.0f} s: {a.out}/results.md, results.json, results.png")
+    failed = [r for r in results if not (r.get("verify") or {}).get("ok")]
+    if failed:
+        for r in failed:
+            log(f"FAILED: {r['scenario']} {r['engine']} w={r['workers']}: {r.get('error') or r.get('verify')}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,784 @@
+//! Pure logic of `streamshard-load`: the record format shared with the Java benchmark apps, the
+//! per-key sequence state file, and the verification of an output topic against its input
+//! (missing, duplicated, reordered and unexpected records, final counts, throughput, latency).
+//!
+//! Nothing in this module talks to Kafka; `main.rs` feeds it records, and the unit tests feed it
+//! records built in memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use streamshard_workload::KeyDist;
+
+/// The record key for key id `id`: `k<id>`.
+pub fn key_name(id: u64) -> String {
+    format!("k{id}")
+}
+
+/// Writes the record value `<seq>,<produced_us>,<pad>` into `buf` (cleared first); the pad is 'x'
+/// repeated so the value is `payload` bytes long, or empty when the two numbers and two commas
+/// already take `payload` bytes or more.
+pub fn encode_value_into(buf: &mut String, seq: u64, produced_us: i64, payload: usize) {
+    buf.clear();
+    // Writing to a String cannot fail.
+    let _ = write!(buf, "{seq},{produced_us},");
+    while buf.len() < payload {
+        buf.push('x');
+    }
+}
+
+/// [`encode_value_into`] into a fresh string.
+pub fn encode_value(seq: u64, produced_us: i64, payload: usize) -> String {
+    let mut s = String::with_capacity(payload.max(24));
+    encode_value_into(&mut s, seq, produced_us, payload);
+    s
+}
+
+/// Parses a record value into `(seq, produced_us)`; `None` if it is not of the form
+/// `<seq>,<produced_us>,<anything>`.
+pub fn parse_value(value: &[u8]) -> Option<(u64, i64)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut parts = text.splitn(3, ',');
+    let seq = parts.next()?.parse::<u64>().ok()?;
+    let produced_us = parts.next()?.parse::<i64>().ok()?;
+    parts.next()?;
+    Some((seq, produced_us))
+}
+
+/// Parses `--dist`: `uniform`, `zipf:S` or `hot:SHARE`, over `keys` keys.
+pub fn parse_dist(spec: &str, keys: u64) -> Result<KeyDist, String> {
+    let (name, arg) = match spec.split_once(':') {
+        Some((n, a)) => (n, Some(a)),
+        None => (spec, None),
+    };
+    let number = |what: &str| -> Result<f64, String> {
+        let a =
+            arg.ok_or_else(|| format!("--dist {name} needs a {what}, as in {name}:<{what}>"))?;
+        a.parse::<f64>()
+            .map_err(|_| format!("--dist {spec}: '{a}' is not a number"))
+    };
+    let dist = match name {
+        "uniform" if arg.is_none() => KeyDist::Uniform { keys },
+        "zipf" => KeyDist::Zipf {
+            keys,
+            s: number("exponent")?,
+        },
+        "hot" => KeyDist::HotKey {
+            keys,
+            share: number("share")?,
+        },
+        _ => {
+            return Err(format!(
+                "unknown --dist '{spec}' (expected uniform, zipf:S or hot:SHARE)"
+            ))
+        }
+    };
+    // Checks the parameters once, so a bad distribution fails before anything is produced.
+    dist.sampler(0)?;
+    Ok(dist)
+}
+
+/// The next sequence number of every key id, as kept in the `--state` file between produce runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeqState {
+    next: BTreeMap<u64, u64>,
+}
+
+impl SeqState {
+    /// The sequence number the next record of key `id` gets (0 for a key never produced).
+    pub fn next_seq(&self, id: u64) -> u64 {
+        self.next.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Returns the sequence number for a new record of key `id` and advances it.
+    pub fn take(&mut self, id: u64) -> u64 {
+        let slot = self.next.entry(id).or_insert(0);
+        let seq = *slot;
+        *slot += 1;
+        seq
+    }
+
+    /// Sets the next sequence number of key `id`.
+    pub fn set(&mut self, id: u64, next: u64) {
+        self.next.insert(id, next);
+    }
+
+    /// Total number of records produced so far over all keys.
+    pub fn total(&self) -> u64 {
+        self.next.values().sum()
+    }
+
+    /// The file form: `{"next_seq": {"<id>": <next seq>, ...}}`.
+    pub fn to_json(&self) -> Value {
+        let map: serde_json::Map<String, Value> = self
+            .next
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(id, n)| (id.to_string(), json!(n)))
+            .collect();
+        json!({ "next_seq": map })
+    }
+
+    pub fn from_json(v: &Value) -> Result<SeqState, String> {
+        let map = v
+            .get("next_seq")
+            .and_then(Value::as_object)
+            .ok_or("state file has no \"next_seq\" object")?;
+        let mut state = SeqState::default();
+        for (id, n) in map {
+            let id = id
+                .parse::<u64>()
+                .map_err(|_| format!("state file: key id '{id}' is not a number"))?;
+            let n = n
+                .as_u64()
+                .ok_or_else(|| format!("state file: next seq of key {id} is not a number"))?;
+            state.set(id, n);
+        }
+        Ok(state)
+    }
+
+    /// Reads the state file; a file that does not exist is an empty state.
+    pub fn load(path: &Path) -> Result<SeqState, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let v: Value = serde_json::from_str(&text)
+                    .map_err(|e| format!("state file {}: {e}", path.display()))?;
+                SeqState::from_json(&v).map_err(|e| format!("{}: {e}", path.display()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SeqState::default()),
+            Err(e) => Err(format!("cannot read state file {}: {e}", path.display())),
+        }
+    }
+
+    /// Writes the state file (through a temporary file renamed over it, so a crash never leaves
+    /// a half-written state).
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        let text = serde_json::to_string(&self.to_json()).expect("a JSON value always serializes");
+        std::fs::write(&tmp, text + "\n")
+            .map_err(|e| format!("cannot write state file {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path)
+            .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), path.display()))
+    }
+}
+
+/// The steady-state throughput of a run from its output timestamps (ms): the first and last 10%
+/// are excluded, `0.8 n / ((ts[floor(0.9 n)] - ts[floor(0.1 n)]) / 1000)` records/s. `None` under
+/// 20 records or when that middle span took no time.
+pub fn steady_rate(timestamps_ms: &mut [i64]) -> Option<f64> {
+    let n = timestamps_ms.len();
+    if n < 20 {
+        return None;
+    }
+    timestamps_ms.sort_unstable();
+    let lo = timestamps_ms[n / 10];
+    let hi = timestamps_ms[(n * 9) / 10];
+    let span_s = (hi - lo) as f64 / 1000.0;
+    if span_s <= 0.0 {
+        return None;
+    }
+    Some(0.8 * n as f64 / span_s)
+}
+
+/// Nearest-rank percentile (`p` in (0, 1]) of sorted values; `None` if there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+/// Options of a verification.
+#[derive(Clone, Debug, Default)]
+pub struct VerifyOptions {
+    /// Records produced before this time (µs) count for throughput, the others for latency;
+    /// `None`: all count for throughput and no latency is reported.
+    pub latency_after_us: Option<i64>,
+    /// Duplicates do not make the run fail (at-least-once).
+    pub allow_duplicates: bool,
+}
+
+const MAX_EXAMPLES: usize = 5;
+
+#[derive(Default)]
+struct KeyState {
+    /// Input sequence numbers; sorted and deduplicated by `finish_input`.
+    input_seqs: Vec<u64>,
+    /// Number of input records of this key (what a count must reach).
+    input_records: u64,
+    /// Output copies of each input sequence number (parallel to `input_seqs`).
+    output_copies: Vec<u32>,
+    /// Sequence number of the key's previous output record.
+    last_output_seq: Option<u64>,
+    /// Last value seen in the counts topic.
+    count: Option<Result<u64, String>>,
+}
+
+/// Verifies an output topic against its input: feed it every input record, call
+/// [`Verifier::finish_input`], then every output record in log order (and the counts records, if
+/// any), and ask for the [`Verifier::report`].
+pub struct Verifier {
+    opts: VerifyOptions,
+    keys: HashMap<String, KeyState>,
+    input_finished: bool,
+    input_records: u64,
+    input_unparseable: u64,
+    output_records: u64,
+    unexpected: u64,
+    order_violations: u64,
+    counts_checked: bool,
+    throughput_ts: Vec<i64>,
+    latencies_ms: Vec<f64>,
+    examples: Vec<String>,
+}
+
+/// The verdict of a verification.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub ok: bool,
+    pub input: u64,
+    pub output: u64,
+    pub keys: u64,
+    /// Input records of the busiest key: with per-key order, `max_key_records * latency` is the
+    /// least time any engine needs.
+    pub max_key_records: u64,
+    pub missing: u64,
+    pub duplicates: u64,
+    pub order_violations: u64,
+    pub unexpected: u64,
+    pub counts_checked: bool,
+    pub count_mismatches: u64,
+    pub rate_rps: Option<f64>,
+    pub latency: Option<Latency>,
+    pub examples: Vec<String>,
+}
+
+/// End-to-end latency of the records produced after `--latency-after-us` (ms).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Latency {
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    pub n: u64,
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn short(bytes: &[u8]) -> String {
+    let s = lossy(bytes);
+    if s.chars().count() > 40 {
+        let head: String = s.chars().take(40).collect();
+        format!("{head}...")
+    } else {
+        s
+    }
+}
+
+impl Verifier {
+    pub fn new(opts: VerifyOptions) -> Self {
+        Verifier {
+            opts,
+            keys: HashMap::new(),
+            input_finished: false,
+            input_records: 0,
+            input_unparseable: 0,
+            output_records: 0,
+            unexpected: 0,
+            order_violations: 0,
+            counts_checked: false,
+            throughput_ts: Vec::new(),
+            latencies_ms: Vec::new(),
+            examples: Vec::new(),
+        }
+    }
+
+    fn example(&mut self, text: impl FnOnce() -> String) {
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(text());
+        }
+    }
+
+    /// One record of the input topic.
+    pub fn add_input(&mut self, key: &[u8], value: &[u8]) {
+        assert!(!self.input_finished, "input record after finish_input");
+        self.input_records += 1;
+        let Some((seq, _)) = parse_value(value) else {
+            self.input_unparseable += 1;
+            self.example(|| format!("unparseable input value for key {}", short(key)));
+            return;
+        };
+        let k = match std::str::from_utf8(key) {
+            Ok(k) => self.keys.entry(k.to_owned()).or_default(),
+            Err(_) => self.keys.entry(lossy(key)).or_default(),
+        };
+        k.input_seqs.push(seq);
+        k.input_records += 1;
+    }
+
+    /// Ends the input; output and counts records may follow.
+    pub fn finish_input(&mut self) {
+        for k in self.keys.values_mut() {
+            k.input_seqs.sort_unstable();
+            k.input_seqs.dedup();
+            k.input_seqs.shrink_to_fit();
+            k.output_copies = vec![0; k.input_seqs.len()];
+        }
+        self.input_finished = true;
+    }
+
+    /// One record of the output topic, in log order; `timestamp_ms` is its (log append) time.
+    pub fn add_output(&mut self, key: &[u8], value: &[u8], timestamp_ms: Option<i64>) {
+        assert!(self.input_finished, "output record before finish_input");
+        self.output_records += 1;
+        let Some((seq, produced_us)) = parse_value(value) else {
+            self.unexpected += 1;
+            self.example(|| format!("unparseable output value {:?}", short(value)));
+            return;
+        };
+        if let Some(ts) = timestamp_ms {
+            match self.opts.latency_after_us {
+                Some(t) if produced_us >= t => self
+                    .latencies_ms
+                    .push(ts as f64 - produced_us as f64 / 1000.0),
+                _ => self.throughput_ts.push(ts),
+            }
+        }
+        let found = std::str::from_utf8(key).ok().and_then(|k| {
+            let state = self.keys.get_mut(k)?;
+            let i = state.input_seqs.binary_search(&seq).ok()?;
+            Some((state, i))
+        });
+        let Some((state, i)) = found else {
+            self.unexpected += 1;
+            self.example(|| format!("unexpected output {}:{seq} (not in input)", short(key)));
+            return;
+        };
+        state.output_copies[i] = state.output_copies[i].saturating_add(1);
+        let first_copy = state.output_copies[i] == 1;
+        let previous = state.last_output_seq.replace(seq);
+        // A lower sequence number than the previous record's is an order violation, unless this
+        // (key, seq) was already output: then it is a replayed duplicate (at-least-once).
+        if let Some(prev) = previous {
+            if seq < prev && first_copy {
+                self.order_violations += 1;
+                self.example(|| {
+                    format!("order violation on {}: seq {seq} after {prev}", short(key))
+                });
+            }
+        }
+    }
+
+    /// One record of the counts topic, in log order (the last one per key is the final count).
+    pub fn add_count(&mut self, key: &[u8], value: &[u8]) {
+        self.counts_checked = true;
+        let count = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| short(value));
+        self.keys.entry(lossy(key)).or_default().count = Some(count);
+    }
+
+    /// Marks the counts as checked even if the counts topic turned out empty.
+    pub fn expect_counts(&mut self) {
+        self.counts_checked = true;
+    }
+
+    pub fn report(&mut self) -> Report {
+        let mut missing = 0u64;
+        let mut duplicates = 0u64;
+        let mut count_mismatches = 0u64;
+        let mut new_examples = Vec::new();
+        let mut names: Vec<&String> = self.keys.keys().collect();
+        names.sort();
+        for name in names {
+            let k = &self.keys[name];
+            for (seq, &copies) in k.input_seqs.iter().zip(&k.output_copies) {
+                if copies == 0 {
+                    missing += 1;
+                    new_examples.push(format!("missing {name}:{seq}"));
+                } else if copies > 1 {
+                    duplicates += u64::from(copies - 1);
+                    new_examples.push(format!("{name}:{seq} output {copies} times"));
+                }
+            }
+            if self.counts_checked {
+                let ok = match &k.count {
+                    Some(Ok(c)) => *c == k.input_records,
+                    None => k.input_records == 0,
+                    Some(Err(_)) => false,
+                };
+                if !ok {
+                    count_mismatches += 1;
+                    new_examples.push(match &k.count {
+                        Some(Ok(c)) => {
+                            format!("count of {name} is {c}, expected {}", k.input_records)
+                        }
+                        Some(Err(v)) => format!("count of {name} is unparseable {v:?}"),
+                        None => format!("no count for {name}, expected {}", k.input_records),
+                    });
+                }
+            }
+        }
+        for e in new_examples {
+            self.example(|| e);
+        }
+        let rate_rps = steady_rate(&mut self.throughput_ts);
+        let latency = self.opts.latency_after_us.map(|_| {
+            self.latencies_ms.sort_unstable_by(f64::total_cmp);
+            Latency {
+                p50: percentile(&self.latencies_ms, 0.5),
+                p99: percentile(&self.latencies_ms, 0.99),
+                max: self.latencies_ms.last().copied(),
+                n: self.latencies_ms.len() as u64,
+            }
+        });
+        let unexpected = self.unexpected + self.input_unparseable;
+        let ok = missing == 0
+            && self.order_violations == 0
+            && unexpected == 0
+            && count_mismatches == 0
+            && (duplicates == 0 || self.opts.allow_duplicates);
+        Report {
+            ok,
+            input: self.input_records,
+            output: self.output_records,
+            keys: self.keys.values().filter(|k| k.input_records > 0).count() as u64,
+            max_key_records: self
+                .keys
+                .values()
+                .map(|k| k.input_records)
+                .max()
+                .unwrap_or(0),
+            missing,
+            duplicates,
+            order_violations: self.order_violations,
+            unexpected,
+            counts_checked: self.counts_checked,
+            count_mismatches,
+            rate_rps,
+            latency,
+            examples: self.examples.clone(),
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+impl Report {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "ok": self.ok,
+            "input": self.input,
+            "output": self.output,
+            "keys": self.keys,
+            "max_key_records": self.max_key_records,
+            "missing": self.missing,
+            "duplicates": self.duplicates,
+            "order_violations": self.order_violations,
+            "unexpected": self.unexpected,
+            "counts_checked": self.counts_checked,
+            "count_mismatches": self.count_mismatches,
+            "rate_rps": self.rate_rps.map(round3),
+            "latency_ms": self.latency.as_ref().map(|l| json!({
+                "p50": l.p50.map(round3),
+                "p99": l.p99.map(round3),
+                "max": l.max.map(round3),
+                "n": l.n,
+            })),
+            "examples": self.examples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Input: keys k0..k2 with seqs 0..4 each, produced at 1_000_000 + 1000 * i µs.
+    fn input() -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        for seq in 0..5u64 {
+            for id in 0..3u64 {
+                let produced = 1_000_000 + 1000 * (seq * 3 + id) as i64;
+                v.push((key_name(id), encode_value(seq, produced, 32)));
+            }
+        }
+        v
+    }
+
+    fn run(
+        opts: VerifyOptions,
+        output: &[(String, String)],
+        counts: Option<&[(&str, &str)]>,
+    ) -> Report {
+        let mut v = Verifier::new(opts);
+        for (k, val) in input() {
+            v.add_input(k.as_bytes(), val.as_bytes());
+        }
+        v.finish_input();
+        for (i, (k, val)) in output.iter().enumerate() {
+            v.add_output(k.as_bytes(), val.as_bytes(), Some(2_000 + i as i64));
+        }
+        if let Some(counts) = counts {
+            v.expect_counts();
+            for (k, c) in counts {
+                v.add_count(k.as_bytes(), c.as_bytes());
+            }
+        }
+        v.report()
+    }
+
+    fn good_counts() -> Vec<(&'static str, &'static str)> {
+        vec![("k0", "3"), ("k1", "5"), ("k0", "5"), ("k2", "5")]
+    }
+
+    #[test]
+    fn clean_run_passes() {
+        let out = input();
+        let r = run(VerifyOptions::default(), &out, Some(&good_counts()));
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.input, r.output, r.keys), (15, 15, 3));
+        assert_eq!(r.max_key_records, 5);
+        assert_eq!(
+            r.missing + r.duplicates + r.order_violations + r.unexpected,
+            0
+        );
+        assert!(r.counts_checked);
+        assert_eq!(r.count_mismatches, 0);
+        assert!(r.examples.is_empty());
+        assert_eq!(r.rate_rps, None, "under 20 records");
+        assert_eq!(r.latency, None);
+        assert_eq!(r.to_json()["ok"], json!(true));
+    }
+
+    #[test]
+    fn missing_record_is_detected() {
+        let mut out = input();
+        out.remove(7);
+        let r = run(VerifyOptions::default(), &out, None);
+        assert!(!r.ok);
+        assert_eq!(r.missing, 1);
+        assert_eq!(r.order_violations, 0);
+        assert_eq!(r.examples, vec!["missing k1:2".to_string()]);
+    }
+
+    #[test]
+    fn duplicate_is_detected_and_can_be_allowed() {
+        let mut out = input();
+        let again = out[4].clone();
+        out.insert(6, again);
+        let r = run(VerifyOptions::default(), &out, None);
+        assert!(!r.ok);
+        assert_eq!(r.duplicates, 1);
+        assert_eq!(
+            r.order_violations, 0,
+            "a duplicate is not an order violation"
+        );
+        let r = run(
+            VerifyOptions {
+                allow_duplicates: true,
+                ..Default::default()
+            },
+            &out,
+            None,
+        );
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.duplicates, 1);
+    }
+
+    #[test]
+    fn replayed_suffix_is_duplicates_not_reordering() {
+        // At-least-once after a crash: k0's 2, 3 and 4 appear again after 4.
+        let mut out = input();
+        out.extend(
+            input().into_iter().filter(|(k, v)| {
+                k == "k0" && parse_value(v.as_bytes()).map(|(s, _)| s >= 2).unwrap()
+            }),
+        );
+        let r = run(
+            VerifyOptions {
+                allow_duplicates: true,
+                ..Default::default()
+            },
+            &out,
+            None,
+        );
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.duplicates, r.order_violations), (3, 0));
+    }
+
+    #[test]
+    fn order_violation_is_detected() {
+        // Swap k2:1 (index 5) and k2:2 (index 8).
+        let mut out = input();
+        out.swap(5, 8);
+        let r = run(VerifyOptions::default(), &out, None);
+        assert!(!r.ok);
+        assert_eq!(r.order_violations, 1);
+        assert_eq!((r.missing, r.duplicates), (0, 0));
+        assert_eq!(r.examples, vec!["order violation on k2: seq 1 after 2"]);
+    }
+
+    #[test]
+    fn unexpected_values_are_detected() {
+        let mut out = input();
+        out.push(("k1".into(), encode_value(99, 5, 0)));
+        out.push(("k7".into(), encode_value(0, 5, 0)));
+        out.push(("k0".into(), "garbage".into()));
+        let r = run(VerifyOptions::default(), &out, None);
+        assert!(!r.ok);
+        assert_eq!(r.unexpected, 3);
+        assert_eq!(r.output, 18);
+        assert_eq!(r.missing, 0);
+    }
+
+    #[test]
+    fn wrong_or_missing_count_is_detected() {
+        let out = input();
+        let r = run(
+            VerifyOptions::default(),
+            &out,
+            Some(&[("k0", "5"), ("k1", "4"), ("k9", "1")]),
+        );
+        assert!(!r.ok);
+        // k1 is wrong, k2 has no count, k9 is not in the input at all.
+        assert_eq!(r.count_mismatches, 3);
+        assert_eq!(
+            r.missing + r.duplicates + r.order_violations + r.unexpected,
+            0
+        );
+        let r = run(
+            VerifyOptions::default(),
+            &out,
+            Some(&[("k0", "5"), ("k1", "5"), ("k2", "five")]),
+        );
+        assert_eq!(r.count_mismatches, 1);
+    }
+
+    #[test]
+    fn steady_rate_on_known_timestamps() {
+        // 100 records, one per 10 ms: ts[10] = 100, ts[90] = 900, 80 records in 0.8 s.
+        let mut ts: Vec<i64> = (0..100).rev().map(|i| i * 10).collect();
+        let r = steady_rate(&mut ts).unwrap();
+        assert!((r - 100.0).abs() < 1e-9, "{r}");
+        // 20 records, ts[2] = 2, ts[18] = 1002: 16 records in 1 s.
+        let mut ts = vec![
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 1002, 1003,
+        ];
+        assert_eq!(steady_rate(&mut ts), Some(16.0));
+        assert_eq!(steady_rate(&mut [5; 19]), None, "too few records");
+        assert_eq!(steady_rate(&mut [5; 40]), None, "no time elapsed");
+    }
+
+    #[test]
+    fn throughput_and_latency_split_on_produced_time() {
+        let mut v = Verifier::new(VerifyOptions {
+            latency_after_us: Some(1_000_000),
+            allow_duplicates: false,
+        });
+        for seq in 0..130u64 {
+            v.add_input(b"k0", encode_value(seq, 0, 0).as_bytes());
+        }
+        v.finish_input();
+        // 30 early records, one per ms, then 100 late ones with latency 1..=100 ms.
+        for seq in 0..30u64 {
+            v.add_output(b"k0", encode_value(seq, 0, 0).as_bytes(), Some(seq as i64));
+        }
+        for i in 0..100i64 {
+            let produced_us = 2_000_000 + i * 1000;
+            let ts = produced_us / 1000 + i + 1;
+            let value = encode_value(30 + i as u64, produced_us, 0);
+            v.add_output(b"k0", value.as_bytes(), Some(ts));
+        }
+        let r = v.report();
+        // ts[3] = 3, ts[27] = 27: 24 records in 24 ms.
+        assert!(
+            (r.rate_rps.unwrap() - 1000.0).abs() < 1e-6,
+            "{:?}",
+            r.rate_rps
+        );
+        let l = r.latency.unwrap();
+        assert_eq!(l.n, 100);
+        assert_eq!(l.p50, Some(50.0));
+        assert_eq!(l.p99, Some(99.0));
+        assert_eq!(l.max, Some(100.0));
+        assert!(r.ok);
+    }
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), Some(5.0));
+        assert_eq!(percentile(&v, 0.99), Some(10.0));
+        assert_eq!(percentile(&v, 0.1), Some(1.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn encode_parse_round_trip_and_padding() {
+        let v = encode_value(17, 1_700_000_000_123_456, 100);
+        assert_eq!(v.len(), 100);
+        assert!(v.starts_with("17,1700000000123456,x"));
+        assert!(v.ends_with('x'));
+        assert_eq!(parse_value(v.as_bytes()), Some((17, 1_700_000_000_123_456)));
+        // Too small a payload: no padding, the two numbers and two commas only.
+        let v = encode_value(3, 42, 4);
+        assert_eq!(v, "3,42,");
+        assert_eq!(parse_value(v.as_bytes()), Some((3, 42)));
+        assert_eq!(encode_value(3, 42, 6), "3,42,x");
+        assert_eq!(parse_value(b"3,42"), None);
+        assert_eq!(parse_value(b"a,42,"), None);
+        assert_eq!(parse_value(b"\xff,1,"), None);
+        assert_eq!(key_name(42), "k42");
+    }
+
+    #[test]
+    fn dist_specs() {
+        assert_eq!(parse_dist("uniform", 5), Ok(KeyDist::Uniform { keys: 5 }));
+        assert_eq!(
+            parse_dist("zipf:1.1", 100),
+            Ok(KeyDist::Zipf { keys: 100, s: 1.1 })
+        );
+        assert_eq!(
+            parse_dist("hot:0.5", 10),
+            Ok(KeyDist::HotKey {
+                keys: 10,
+                share: 0.5
+            })
+        );
+        assert!(parse_dist("zipf", 10).is_err());
+        assert!(parse_dist("hot:2", 10).is_err());
+        assert!(parse_dist("normal", 10).is_err());
+        assert!(parse_dist("uniform", 0).is_err());
+    }
+
+    #[test]
+    fn state_round_trip() {
+        let mut s = SeqState::default();
+        assert_eq!(s.take(3), 0);
+        assert_eq!(s.take(3), 1);
+        assert_eq!(s.take(0), 0);
+        assert_eq!(s.total(), 3);
+        let back = SeqState::from_json(&s.to_json()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.next_seq(3), 2);
+        assert_eq!(back.next_seq(1), 0);
+
+        let dir = std::env::temp_dir().join(format!("streamshard-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.json");
+        assert_eq!(SeqState::load(&path), Ok(SeqState::default()));
+        s.save(&path).unwrap();
+        assert_eq!(SeqState::load(&path), Ok(s));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
