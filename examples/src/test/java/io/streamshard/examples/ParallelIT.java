@@ -7,9 +7,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -17,9 +14,6 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.processor.api.Processor;
-import org.apache.kafka.streams.processor.api.ProcessorContext;
-import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -92,50 +86,10 @@ class ParallelIT {
         String output = "probe-out" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, output));
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, input, 2_000, 500, 0.6, 3);
-        Map<String, AtomicInteger> inUse = new ConcurrentHashMap<>();
-        Map<String, AtomicLong> lastSeq = new ConcurrentHashMap<>();
-        AtomicInteger running = new AtomicInteger();
-        AtomicInteger maxRunning = new AtomicInteger();
-        AtomicLong processed = new AtomicLong();
-        AtomicReference<String> violation = new AtomicReference<>();
+        Probe probe = new Probe();
         StreamsBuilder b = new StreamsBuilder();
         b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(() -> new Processor<String, String, String, String>() {
-                    private ProcessorContext<String, String> context;
-
-                    @Override
-                    public void init(ProcessorContext<String, String> context) {
-                        this.context = context;
-                    }
-
-                    @Override
-                    public void process(Record<String, String> record) {
-                        AtomicInteger held = inUse.computeIfAbsent(record.key(), k -> new AtomicInteger());
-                        if (held.incrementAndGet() != 1) {
-                            violation.compareAndSet(null, "key " + record.key() + " on two threads");
-                        }
-                        maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
-                        long seq = Long.parseLong(record.value().split(",")[0]);
-                        long last = lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong()).getAndSet(seq);
-                        if (seq != last + 1) {
-                            violation.compareAndSet(null, "key " + record.key() + ": " + seq + " after " + last);
-                        }
-                        // The record context is this record's own, on this worker.
-                        if (context.recordMetadata().isEmpty()
-                                || !context.recordMetadata().get().topic().equals(input)) {
-                            violation.compareAndSet(null, "wrong record metadata on a worker");
-                        }
-                        try {
-                            Thread.sleep(3);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                        running.decrementAndGet();
-                        held.decrementAndGet();
-                        processed.incrementAndGet();
-                        context.forward(record);
-                    }
-                }, Named.as("probe"))
+                .process(probe.supplier(input, r -> Probe.sleep(3), r -> "all"), Named.as("probe"))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "16");
@@ -147,9 +101,9 @@ class ParallelIT {
             assertThat(StreamShard.explain(streams)).allSatisfy((task, decision) ->
                     assertThat(decision).isEqualTo("parallel"));
         }
-        assertThat(violation.get()).isNull();
-        assertThat(processed.get()).isEqualTo(2_000);
-        assertThat(maxRunning.get()).as("records running at once with 16 workers").isGreaterThanOrEqualTo(8);
+        assertThat(probe.violation.get()).isNull();
+        assertThat(probe.processed.get()).isEqualTo(2_000);
+        assertThat(probe.maxRunning.get()).as("records running at once with 16 workers").isGreaterThanOrEqualTo(8);
         long outputRecords = Demo.readAll(BOOTSTRAP, output, new org.apache.kafka.common.serialization.StringDeserializer())
                 .size();
         assertThat(outputRecords).isEqualTo(expected.counts().values().stream().mapToLong(Long::longValue).sum());

@@ -27,6 +27,7 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String DRAIN_TIMEOUT_MS = "streamshard.drain.timeout.ms";
     public static final String NULL_KEY_ORDERING = "streamshard.null.key.ordering";
     public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
+    public static final String INLINE_BELOW_US = "streamshard.inline.below.us";
 
     /** Kafka Streams' own key whose value the drain timeout must stay under. */
     static final String MAX_POLL_INTERVAL_MS = "max.poll.interval.ms";
@@ -56,7 +57,14 @@ public final class StreamShardConfig extends AbstractConfig {
             .define(PARALLEL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
                     "Names of Processor API processors the user declares thread-safe and writing "
                             + "state only under the record's key. Tasks with any other PAPI "
-                            + "processor stay serial.");
+                            + "processor stay serial.")
+            .define(INLINE_BELOW_US, Type.INT, 10, Range.between(0, 1_000_000), Importance.LOW,
+                    "A parallel task whose records take less than this many microseconds each "
+                            + "(a moving average) runs them on its StreamThread instead, one at a "
+                            + "time, because handing a record to a worker costs a few microseconds "
+                            + "of CPU; it goes back to the workers when they take more than twice "
+                            + "this. The switch to the StreamThread waits for the task's records on "
+                            + "workers first. 0: always hand records to the workers.");
 
     private StreamShardConfig(Map<?, ?> props) {
         super(DEF, props, false);
@@ -126,6 +134,11 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public List<String> parallelProcessors() {
         return getList(PARALLEL_PROCESSORS);
+    }
+
+    /** {@link #INLINE_BELOW_US} in nanoseconds; 0 if records always go to the workers. */
+    public long inlineBelowNanos() {
+        return getInt(INLINE_BELOW_US) * 1_000L;
     }
 
     /** The settings as a Markdown table, for the README. */

@@ -21,6 +21,7 @@ class StreamShardConfigTest {
         assertThat(c.drainTimeoutMs()).isEqualTo(60_000);
         assertThat(c.unorderedNullKeys()).isFalse();
         assertThat(c.parallelProcessors()).isEmpty();
+        assertThat(c.inlineBelowNanos()).isEqualTo(10_000);
     }
 
     @Test
@@ -30,11 +31,13 @@ class StreamShardConfigTest {
                 "streamshard.workers", "16",
                 "streamshard.null.key.ordering", "unordered",
                 "streamshard.parallel.processors", "enrich, score",
+                "streamshard.inline.below.us", "0",
                 "application.id", "ignored"));
         assertThat(c.enabled()).isFalse();
         assertThat(c.workers()).isEqualTo(16);
         assertThat(c.unorderedNullKeys()).isTrue();
         assertThat(c.parallelProcessors()).isEqualTo(List.of("enrich", "score"));
+        assertThat(c.inlineBelowNanos()).isZero();
     }
 
     @Test
@@ -48,6 +51,9 @@ class StreamShardConfigTest {
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.null.key.ordering", "random")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.null.key.ordering");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.inline.below.us", "-1")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.inline.below.us");
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.enabled", "maybe")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.enabled");

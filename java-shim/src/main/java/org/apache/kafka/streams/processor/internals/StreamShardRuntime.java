@@ -55,11 +55,23 @@ public final class StreamShardRuntime {
         final Map<TopicPartition, Integer> partitions = new ConcurrentHashMap<>();
         volatile String serialReason;
         ShardExecutor.ShardTask shard;
+        /** Records run on the StreamThread (cheap records: see StreamShardConfig.INLINE_BELOW_US). */
+        boolean inline;
+        /** Moving average of the per-record run time, ns (-1: none yet); updated racily by workers. */
+        volatile long avgNanos = -1;
+        /** Records timed since the last switch. */
+        volatile int timed;
 
         TaskState(Instance instance, StreamTask task, String serialReason) {
             this.instance = instance;
             this.task = task;
             this.serialReason = serialReason;
+        }
+
+        void timed(long nanos) {
+            long a = avgNanos;
+            avgNanos = a < 0 ? nanos : a + ((nanos - a) >> 4);
+            timed++;
         }
 
         ShardExecutor.ShardTask shard() {
@@ -291,13 +303,19 @@ public final class StreamShardRuntime {
         Object key = record.key();
         Object value = record.value();
         Runnable work = () -> {
+            long started = System.nanoTime();
             StreamShardFrames.push(new StreamShardFrames.Frame(context, recordContext, source, wallClockTime));
             try {
                 source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
             } finally {
                 StreamShardFrames.pop();
+                s.timed(System.nanoTime() - started);
             }
         };
+        if (runInline(s, shard)) {
+            work.run();
+            return true;
+        }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(s.instance.config.drainTimeoutMs());
         while (!shard.submit(partition, record.offset(), record.rawKey(), work)) {
             // Only when another StreamThread took the last global slots (isProcessable checked).
@@ -309,6 +327,36 @@ public final class StreamShardRuntime {
         }
         return true;
     }
+
+    /**
+     * Whether this record of a parallel task runs on the StreamThread: while the task's records
+     * take less than {@code streamshard.inline.below.us} each, the hand-off to a worker costs more
+     * than it gives. Switching to the StreamThread first waits for the task's records on workers,
+     * so records of one key never overlap and stay in order; switching back needs no wait.
+     */
+    private static boolean runInline(TaskState s, ShardExecutor.ShardTask shard) {
+        long below = s.instance.config.inlineBelowNanos();
+        if (below <= 0 || s.timed < INLINE_SAMPLES) {
+            return s.inline;
+        }
+        long avg = s.avgNanos;
+        if (!s.inline && avg < below) {
+            drain(s);
+            s.inline = true;
+            s.timed = 0;
+            LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, below {}",
+                    s.task.id(), avg / 1000.0, StreamShardConfig.INLINE_BELOW_US);
+        } else if (s.inline && avg > 2 * below) {
+            s.inline = false;
+            s.timed = 0;
+            LOG.info("streamshard: task {} hands its records to the workers again: {} µs each",
+                    s.task.id(), avg / 1000.0);
+        }
+        return s.inline;
+    }
+
+    /** Records timed before a task may switch between workers and its StreamThread. */
+    static final int INLINE_SAMPLES = 256;
 
     /** StreamTask.isProcessable exit: a task at its cap is not processable. */
     public static boolean processable(StreamTask task, boolean stock) {

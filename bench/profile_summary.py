@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Summarises an async-profiler CPU profile in collapsed-stack form: CPU by thread role, and the
+CPU under chosen frames (inclusive), as shares of all samples and per record.
+
+    # async-profiler from Maven Central (tools.profiler:async-profiler), unpacked to $AP:
+    BENCH_JAVA_OPTS="-agentpath:$AP/linux-x64/libasyncProfiler.so=start,event=cpu,interval=1ms,file=/tmp/app.collapsed,collapsed"
+    python3 bench/profile_summary.py /tmp/app.collapsed [records]
+"""
+
+import collections
+import sys
+
+ROLES = [  # first match wins, on any frame of the stack
+    ("streamshard workers", "io/streamshard/runtime/ShardExecutor.workLoop"),
+    ("producer I/O thread", "org/apache/kafka/clients/producer/internals/Sender.run"),
+    ("StreamThread", "org/apache/kafka/streams/processor/internals/StreamThread.run"),
+    ("JIT compiler", "CompileBroker::"),
+    ("GC", "GCTaskThread"),
+    ("GC", "WorkerThread::run"),
+]
+
+FRAMES = [
+    ("scheduler JNI calls (NativeScheduler.*)", "io/streamshard/scheduler/NativeScheduler."),
+    ("  of which blocked-wait wake-ups in the kernel", "futex"),
+    ("StreamShardRuntime.submit (StreamThread hand-off)", "StreamShardRuntime.submit"),
+    ("processor chain (SourceNode.process)", "org/apache/kafka/streams/processor/internals/SourceNode.process"),
+    ("KafkaProducer.send", "org/apache/kafka/clients/producer/KafkaProducer.send"),
+    ("metrics (Sensor.record)", "org/apache/kafka/common/metrics/Sensor.record"),
+    ("contended monitors (ObjectMonitor::enter)", "ObjectMonitor::enter"),
+    ("consumer poll", "KafkaConsumer.poll"),
+    ("StreamTask.process", "org/apache/kafka/streams/processor/internals/StreamTask.process"),
+    ("the simulated work (Work.run)", "io/streamshard/examples/Work.run"),
+]
+
+
+def main(path, records=None):
+    roles = collections.Counter()
+    frames = collections.Counter()
+    under = collections.defaultdict(collections.Counter)
+    total = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip().rpartition(" ")
+            n = int(n)
+            total += n
+            role = next((r for r, p in ROLES if p in stack), "other")
+            roles[role] += n
+            for label, p in FRAMES:
+                if p in stack:
+                    frames[label] += n
+                    under[label][role] += n
+    per = f", µs CPU per record over {records:,} records" if records else ""
+    print(f"{total} samples of 1 ms CPU{per}")
+    fmt = (lambda c: f"{100 * c / total:5.1f}%" + (f"  {1000 * c / records:6.2f} µs" if records else ""))
+    print("\nby thread role:")
+    for k, c in roles.most_common():
+        print(f"  {fmt(c)}  {k}")
+    print("\nunder these frames (inclusive; by role):")
+    for label, _ in FRAMES:
+        c = frames[label]
+        by = ", ".join(f"{r} {100 * x / total:.1f}%" for r, x in under[label].most_common(3))
+        print(f"  {fmt(c)}  {label}" + (f"  [{by}]" if c else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)
