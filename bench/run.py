@@ -320,6 +320,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small inputs, fewer engines: under 3 minutes")
     ap.add_argument("--only", help="comma-separated scenario names")
     ap.add_argument("--out", help="where results go (default docs/benchmarks, or target/bench-quick with --quick)")
+    ap.add_argument("--engines", help="comma-separated engines to run (default: each scenario's list)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other runs in --out/results.json and replace only the ones run now")
     ap.add_argument("--report-only", action="store_true",
                     help="only rewrite results.md and results.png from the results.json in --out")
     ap.add_argument("--brokers", default=os.environ.get("STREAMSHARD_BOOTSTRAP", "127.0.0.1:9092"))
@@ -345,7 +348,7 @@ def main():
     began = time.time()
     results = []
     for s in scns:
-        for engine in s.engines:
+        for engine in [e for e in s.engines if not a.engines or e in a.engines.split(",")]:
             for workers in (s.sweep or [s.workers]):
                 try:
                     results.append(run_one(s, engine, workers, a.out, a.quick))
@@ -354,6 +357,18 @@ def main():
                     results.append({"scenario": s.name, "engine": engine, "workers": workers,
                                     "records": s.records, "error": str(e)})
     elapsed = time.time() - began
+    if a.merge:
+        with open(os.path.join(a.out, "results.json")) as f:
+            saved = json.load(f)
+        now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
+        kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
+        order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
+        engines = ["stock", "stock-4t", "streamshard", "pc"]
+        results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),
+                                                        r["workers"]))
+        ran = {r["scenario"] for r in results}
+        scns = [s for s in scenarios(a.quick) if s.name in ran]
+        elapsed += saved["elapsed_s"]
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"quick": a.quick, "elapsed_s": round(elapsed), "results": results}, f, indent=1)
     write_reports(results, scns, a.quick, elapsed, a.out)
