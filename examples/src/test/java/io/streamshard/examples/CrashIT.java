@@ -58,7 +58,7 @@ class CrashIT {
     }
 
     private void crashAndRestart(boolean eos) throws Exception {
-        String suffix = "-crash" + (eos ? "eos" : "") + "-" + Long.toString(System.nanoTime(), 36);
+        String suffix = Inputs.suffix(eos ? "crasheos" : "crash");
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, EnrichmentApp.ENRICHED + suffix,

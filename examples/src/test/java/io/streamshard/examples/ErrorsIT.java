@@ -6,6 +6,7 @@ import io.streamshard.StreamShard;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -14,61 +15,89 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Produced;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
-/** A record that throws on a worker goes through the app's processing-exception handler as inline. */
+/**
+ * A record that throws in a parallel task goes through the app's processing-exception handler as
+ * it would in stock, whether it ran on a worker or, being cheap, on the StreamThread through
+ * streamshard's path ({@code inline}: {@code streamshard.inline.below.us} set so high that every
+ * task moves to its StreamThread after its first 256 records; otherwise 0, always workers).
+ */
 class ErrorsIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
-    private static final int RECORDS = 300;
+    private static final int RECORDS = 4_000;
 
-    /** The poison record is the 100th; the others are plain numbers. */
+    private final AtomicReference<String> poisonThread = new AtomicReference<>();
+
+    /** Topics with all records but the poison one. */
     private static String[] topics(String name) throws Exception {
         String suffix = Inputs.suffix(name);
         String in = "errors-in" + suffix;
         String out = "errors-out" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(in, out));
-        Inputs.produce(BOOTSTRAP, RECORDS,
-                i -> new ProducerRecord<>(in, "k" + (i % 20), i == 99 ? "poison" : Integer.toString(i)));
+        Inputs.produce(BOOTSTRAP, RECORDS - 1, i -> new ProducerRecord<>(in, "k" + (i % 100), Integer.toString(i)));
         return new String[] {in, out, "it" + suffix};
     }
 
-    private static KafkaStreams app(String in, String out, String appId, boolean continueOnError) throws Exception {
+    /**
+     * Once the app has committed every other record (so each task has run hundreds, enough to move
+     * to its StreamThread when {@code inline}), the poison record.
+     */
+    private static void poisonLast(String[] t) throws Exception {
+        Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS - 1, Duration.ofMinutes(2), () -> { });
+        Inputs.produce(BOOTSTRAP, 1, i -> new ProducerRecord<>(t[0], "k99", "poison"));
+    }
+
+    private KafkaStreams app(String[] t, boolean continueOnError, boolean inline) throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
+        b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> {
                     if (v.equals("poison")) {
+                        poisonThread.set(Thread.currentThread().getName());
                         throw new IllegalArgumentException("poison record");
                     }
                     return Integer.toString(Integer.parseInt(v) * 2);
                 })
-                .to(out, Produced.with(Serdes.String(), Serdes.String()));
-        Properties p = EnrichmentApp.config(BOOTSTRAP, appId);
+                .to(t[1], Produced.with(Serdes.String(), Serdes.String()));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, t[2]);
         p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("streamshard.inline.below.us", inline ? "1000000" : "0");
         if (continueOnError) {
             p.put("processing.exception.handler", LogAndContinueProcessingExceptionHandler.class.getName());
         }
         return new KafkaStreams(b.build(), p);
     }
 
-    @Test
-    void logAndContinueSkipsThePoisonRecordAndGoesOn() throws Exception {
+    private void assertRanWhereExpected(boolean inline) {
+        assertThat(poisonThread.get()).as("thread that ran the poison record")
+                .contains(inline ? "-StreamThread-" : "streamshard-worker-");
+    }
+
+    @ParameterizedTest(name = "inline={0}")
+    @ValueSource(booleans = {false, true})
+    void logAndContinueSkipsThePoisonRecordAndGoesOn(boolean inline) throws Exception {
         String[] t = topics("continue");
-        try (KafkaStreams streams = app(t[0], t[1], t[2], true)) {
+        try (KafkaStreams streams = app(t, true, inline)) {
             streams.start();
+            poisonLast(t);
             Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS, Duration.ofMinutes(2),
                     () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
             assertThat(StreamShard.explain(streams)).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
         }
+        assertRanWhereExpected(inline);
         assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer())).hasSize(RECORDS - 1);
     }
 
-    @Test
-    void logAndFailFailsTheStreamThreadAsStockDoes() throws Exception {
+    @ParameterizedTest(name = "inline={0}")
+    @ValueSource(booleans = {false, true})
+    void logAndFailFailsTheStreamThreadAsStockDoes(boolean inline) throws Exception {
         String[] t = topics("fail");
         Throwable root;
-        try (KafkaStreams streams = app(t[0], t[1], t[2], false)) {
-            root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> {});
+        try (KafkaStreams streams = app(t, false, inline)) {
+            root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> poisonLast(t), () -> { });
         }
+        assertRanWhereExpected(inline);
         boolean found = Inputs.causedBy(root,
                 c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
         assertThat(found).as("the poison record's exception is in the cause chain of %s", root).isTrue();

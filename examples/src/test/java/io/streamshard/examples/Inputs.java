@@ -39,12 +39,24 @@ final class Inputs {
      * exception.
      */
     static Throwable runUntilError(KafkaStreams streams, Duration timeout, Runnable check) throws Exception {
+        return runUntilError(streams, timeout, () -> { }, check);
+    }
+
+    /** A step that may throw. */
+    interface Step {
+        void run() throws Exception;
+    }
+
+    /** As above, running {@code afterStart} once the app is started. */
+    static Throwable runUntilError(KafkaStreams streams, Duration timeout, Step afterStart, Runnable check)
+            throws Exception {
         AtomicReference<Throwable> uncaught = new AtomicReference<>();
         streams.setUncaughtExceptionHandler(e -> {
             uncaught.compareAndSet(null, e);
             return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         streams.start();
+        afterStart.run();
         long deadline = System.nanoTime() + timeout.toNanos();
         while (streams.state() != KafkaStreams.State.ERROR && System.nanoTime() < deadline) {
             check.run();

@@ -24,10 +24,6 @@ import org.junit.jupiter.api.Test;
 class ParallelIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
 
-    private static String suffix(String name) {
-        return "-" + name + "-" + Long.toString(System.nanoTime(), 36);
-    }
-
     static long workerThreads() {
         return Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> t.getName().startsWith("streamshard-worker-") && t.isAlive())
@@ -45,7 +41,7 @@ class ParallelIT {
     }
 
     private void enrichment(boolean eos) throws Exception {
-        String suffix = suffix(eos ? "enricheos" : "enrich");
+        String suffix = Inputs.suffix(eos ? "enricheos" : "enrich");
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix, EnrichmentApp.ENRICHED + suffix,
                 EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000,
@@ -81,7 +77,7 @@ class ParallelIT {
      */
     @Test
     void recordsOfDifferentKeysOverlapButNeverOfTheSameKey() throws Exception {
-        String suffix = suffix("probe");
+        String suffix = Inputs.suffix("probe");
         String input = "probe-in" + suffix;
         String output = "probe-out" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, output));
@@ -111,7 +107,7 @@ class ParallelIT {
 
     @Test
     void windowedAppStaysSerialWithItsReasonAndCountsEverything() throws Exception {
-        String suffix = suffix("window");
+        String suffix = Inputs.suffix("window");
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix));
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 500, 50, 1.1,
                 11);

@@ -30,7 +30,7 @@ class PunctuatorIT {
 
     @Test
     void wallClockPunctuatorRunsOnADrainedTask() throws Exception {
-        String suffix = "-punct-" + Long.toString(System.nanoTime(), 36);
+        String suffix = Inputs.suffix("punct");
         String input = "punct-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
         OrderProducer.produce(BOOTSTRAP, input, 4_000, 300, 0.5, 5);
@@ -59,11 +59,7 @@ class PunctuatorIT {
                     @Override
                     public void process(Record<String, String> record) {
                         running.incrementAndGet();
-                        try {
-                            Thread.sleep(4);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
+                        Probe.sleep(4);
                         running.decrementAndGet();
                     }
                 }, Named.as("punctuated"));
@@ -82,7 +78,7 @@ class PunctuatorIT {
 
     @Test
     void streamTimePunctuatorMakesTheTaskSerial() throws Exception {
-        String suffix = "-stpunct-" + Long.toString(System.nanoTime(), 36);
+        String suffix = Inputs.suffix("stpunct");
         String input = "stpunct-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
         OrderProducer.produce(BOOTSTRAP, input, 200, 50, 0.5, 6);

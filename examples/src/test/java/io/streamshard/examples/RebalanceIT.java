@@ -29,7 +29,7 @@ class RebalanceIT {
 
     @Test
     void secondInstanceJoinsAndLeavesWithoutLossOrSkips() throws Exception {
-        String suffix = "-rebalance-" + Long.toString(System.nanoTime(), 36);
+        String suffix = Inputs.suffix("rebalance");
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, EnrichmentApp.ENRICHED + suffix,

@@ -66,8 +66,14 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "this. The switch to the StreamThread waits for the task's records on "
                             + "workers first. 0: always hand records to the workers.");
 
+    // Read on every record: parsed once here, not looked up in the config map each time.
+    private final long drainTimeoutMs;
+    private final long inlineBelowNanos;
+
     private StreamShardConfig(Map<?, ?> props) {
         super(DEF, props, false);
+        drainTimeoutMs = getLong(DRAIN_TIMEOUT_MS);
+        inlineBelowNanos = getInt(INLINE_BELOW_US) * 1_000L;
     }
 
     /** Reads and checks the settings; only {@code streamshard.*} keys are considered. */
@@ -125,7 +131,7 @@ public final class StreamShardConfig extends AbstractConfig {
     }
 
     public long drainTimeoutMs() {
-        return getLong(DRAIN_TIMEOUT_MS);
+        return drainTimeoutMs;
     }
 
     public boolean unorderedNullKeys() {
@@ -138,7 +144,7 @@ public final class StreamShardConfig extends AbstractConfig {
 
     /** {@link #INLINE_BELOW_US} in nanoseconds; 0 if records always go to the workers. */
     public long inlineBelowNanos() {
-        return getInt(INLINE_BELOW_US) * 1_000L;
+        return inlineBelowNanos;
     }
 
     /** The settings as a Markdown table, for the README. */

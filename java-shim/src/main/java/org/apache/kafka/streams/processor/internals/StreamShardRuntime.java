@@ -296,30 +296,34 @@ public final class StreamShardRuntime {
         rethrowFailure(shard);
         InternalProcessorContext<?, ?> context = task.processorContext;
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
-        TopicPartition tp = info.partition();
-        int partition = s.partitions.computeIfAbsent(tp, k -> s.partitions.size());
         ProcessorRecordContext recordContext = new ProcessorRecordContext(record.timestamp, record.offset(),
                 record.partition(), record.topic(), record.headers(), record.rawKey(), record.rawValue());
         Object key = record.key();
         Object value = record.value();
+        boolean timing = s.instance.config.inlineBelowNanos() > 0;
         Runnable work = () -> {
-            long started = System.nanoTime();
+            long started = timing ? System.nanoTime() : 0;
             StreamShardFrames.push(new StreamShardFrames.Frame(context, recordContext, source, wallClockTime));
             try {
                 source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
             } finally {
                 StreamShardFrames.pop();
-                s.timed(System.nanoTime() - started);
+                if (timing) {
+                    s.timed(System.nanoTime() - started);
+                }
             }
         };
-        if (runInline(s, shard)) {
+        if (runInline(s)) {
             work.run();
             return true;
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(s.instance.config.drainTimeoutMs());
+        int partition = s.partitions.computeIfAbsent(info.partition(), k -> s.partitions.size());
+        long deadline = 0;
         while (!shard.submit(partition, record.offset(), record.rawKey(), work)) {
             // Only when another StreamThread took the last global slots (isProcessable checked).
-            if (System.nanoTime() > deadline) {
+            if (deadline == 0) {
+                deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(s.instance.config.drainTimeoutMs());
+            } else if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("streamshard: no capacity for task " + task.id() + " within "
                         + StreamShardConfig.DRAIN_TIMEOUT_MS);
             }
@@ -334,7 +338,7 @@ public final class StreamShardRuntime {
      * than it gives. Switching to the StreamThread first waits for the task's records on workers,
      * so records of one key never overlap and stay in order; switching back needs no wait.
      */
-    private static boolean runInline(TaskState s, ShardExecutor.ShardTask shard) {
+    private static boolean runInline(TaskState s) {
         long below = s.instance.config.inlineBelowNanos();
         if (below <= 0 || s.timed < INLINE_SAMPLES) {
             return s.inline;
