@@ -2,18 +2,28 @@ package io.streamshard;
 
 import java.util.Map;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.processor.internals.StreamShardRuntime;
+import org.apache.kafka.streams.processor.internals.StreamShardInstances;
 
 /** What streamshard does with a {@code KafkaStreams} instance. */
 public final class StreamShard {
     private StreamShard() {}
 
     /**
-     * Per task id ("0_1"), "parallel" or "serial: reason", for the tasks this instance has
-     * created so far. Empty if streamshard does not run this instance.
+     * Per task id ("0_1"), for the tasks this instance has created so far: {@code parallel}
+     * (every node), {@code parallel, serial region: A, B} (the nodes where the task's ordered
+     * serial region begins) or {@code serial: reason} (the whole task runs stock). Empty if
+     * streamshard does not run this instance.
      */
     public static Map<String, String> explain(KafkaStreams streams) {
-        return StreamShardRuntime.explain(streams);
+        return StreamShardInstances.explain(streams);
+    }
+
+    /**
+     * Per task id, per node name (topology order): {@code parallel} or
+     * {@code serial region: reason}. Empty if streamshard does not run this instance.
+     */
+    public static Map<String, Map<String, String>> explainNodes(KafkaStreams streams) {
+        return StreamShardInstances.explainNodes(streams);
     }
 
     /**
@@ -44,6 +54,6 @@ public final class StreamShard {
 
     /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */
     public static boolean active(KafkaStreams streams) {
-        return StreamShardRuntime.active(streams);
+        return StreamShardInstances.active(streams);
     }
 }

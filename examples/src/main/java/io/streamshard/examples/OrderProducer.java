@@ -37,9 +37,19 @@ public final class OrderProducer {
             // client retry against a moving target.
             long deadline = System.nanoTime() + 30_000_000_000L;
             while (true) {
-                boolean ready = admin.describeTopics(topics).allTopicNames().get().values().stream()
-                        .allMatch(d -> d.partitions().size() == partitions
-                                && d.partitions().stream().allMatch(pi -> pi.leader() != null && !pi.leader().isEmpty()));
+                boolean ready;
+                try {
+                    ready = admin.describeTopics(topics).allTopicNames().get().values().stream()
+                            .allMatch(d -> d.partitions().size() == partitions
+                                    && d.partitions().stream().allMatch(pi -> pi.leader() != null
+                                            && !pi.leader().isEmpty()));
+                } catch (java.util.concurrent.ExecutionException e) {
+                    // A topic created a moment ago may not be in the metadata yet.
+                    if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+                        throw e;
+                    }
+                    ready = false;
+                }
                 if (ready) {
                     break;
                 }

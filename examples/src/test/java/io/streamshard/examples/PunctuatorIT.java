@@ -22,16 +22,26 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
 
 /**
- * A wall-clock punctuator in a parallel task runs only while none of that task's records is
- * running; a stream-time punctuator makes its task serial.
+ * Wall-clock and stream-time punctuators in a parallel task run only while none of that task's
+ * records is running (each fails without the drain before punctuation).
  */
 class PunctuatorIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
 
     @Test
     void wallClockPunctuatorRunsOnADrainedTask() throws Exception {
-        String suffix = Inputs.suffix("punct");
-        String input = "punct-in" + suffix;
+        punctuatorRunsOnADrainedTask(PunctuationType.WALL_CLOCK_TIME, "punct");
+    }
+
+    /** Stream time advances as records are dequeued (OrderProducer stamps them as it sends). */
+    @Test
+    void streamTimePunctuatorRunsOnADrainedTask() throws Exception {
+        punctuatorRunsOnADrainedTask(PunctuationType.STREAM_TIME, "stpunct");
+    }
+
+    private void punctuatorRunsOnADrainedTask(PunctuationType type, String name) throws Exception {
+        String suffix = Inputs.suffix(name);
+        String input = name + "-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
         OrderProducer.produce(BOOTSTRAP, input, 4_000, 300, 0.5, 5);
         Map<String, AtomicInteger> runningByTask = new ConcurrentHashMap<>();
@@ -46,7 +56,7 @@ class PunctuatorIT {
                     @Override
                     public void init(ProcessorContext<Void, Void> context) {
                         running = runningByTask.computeIfAbsent(context.taskId().toString(), k -> new AtomicInteger());
-                        context.schedule(Duration.ofMillis(20), PunctuationType.WALL_CLOCK_TIME, ts -> {
+                        context.schedule(Duration.ofMillis(type == PunctuationType.STREAM_TIME ? 2 : 20), type, ts -> {
                             punctuations.incrementAndGet();
                             int r = running.get();
                             if (r != 0) {
@@ -74,33 +84,5 @@ class PunctuatorIT {
         }
         assertThat(punctuations.get()).isGreaterThan(5);
         assertThat(overlaps.get()).as("punctuations that overlapped records: first %s", firstOverlap.get()).isZero();
-    }
-
-    @Test
-    void streamTimePunctuatorMakesTheTaskSerial() throws Exception {
-        String suffix = Inputs.suffix("stpunct");
-        String input = "stpunct-in" + suffix;
-        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
-        OrderProducer.produce(BOOTSTRAP, input, 200, 50, 0.5, 6);
-        StreamsBuilder b = new StreamsBuilder();
-        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(() -> new Processor<String, String, Void, Void>() {
-                    @Override
-                    public void init(ProcessorContext<Void, Void> context) {
-                        context.schedule(Duration.ofSeconds(1), PunctuationType.STREAM_TIME, ts -> { });
-                    }
-
-                    @Override
-                    public void process(Record<String, String> record) {}
-                }, Named.as("stream-time"));
-        Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
-        p.put("streamshard.parallel.processors", "stream-time");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
-        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
-            streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 200, Duration.ofMinutes(2), () -> { });
-            assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((t, d) ->
-                    assertThat(d).isEqualTo("serial: node stream-time schedules a stream-time punctuator"));
-        }
     }
 }

@@ -4,11 +4,10 @@ import java.util.Map;
 import net.bytebuddy.asm.Advice;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.processor.PunctuationType;
 
 /**
  * The agent's advice. Each piece is inlined into a Kafka Streams method and only hands off to
- * {@link StreamShardRuntime} or {@link StreamShardFrames}. The agent installs all of them or,
+ * {@link StreamShardInstances}, {@link ShardedTask} or {@link StreamShardFrames}. The agent installs all of them or,
  * if any target does not match this Kafka Streams version, none.
  */
 public final class StreamShardAdvice {
@@ -21,7 +20,7 @@ public final class StreamShardAdvice {
                 @Advice.FieldValue("applicationConfigs") StreamsConfig config,
                 @Advice.FieldValue("streamsMetrics") Object metrics,
                 @Advice.FieldValue("clientId") String clientId) {
-            StreamShardRuntime.instanceCreated(streams, config, metrics, clientId);
+            StreamShardInstances.instanceCreated(streams, config, metrics, clientId);
         }
     }
 
@@ -33,7 +32,7 @@ public final class StreamShardAdvice {
     public static final class InstanceState {
         @Advice.OnMethodEnter
         static void enter(@Advice.This KafkaStreams streams, @Advice.Argument(0) KafkaStreams.State state) {
-            StreamShardRuntime.instanceStopping(streams, state);
+            StreamShardInstances.instanceStopping(streams, state);
         }
     }
 
@@ -42,7 +41,7 @@ public final class StreamShardAdvice {
         @Advice.OnMethodExit
         static void exit(@Advice.Argument(0) StreamsConfig config,
                 @Advice.FieldValue("stateFactories") Map<String, StoreFactory> factories) {
-            StreamShardRuntime.disableCaching(config, factories);
+            StreamShardInstances.disableCaching(config, factories);
         }
     }
 
@@ -50,7 +49,7 @@ public final class StreamShardAdvice {
     public static final class TaskCreated {
         @Advice.OnMethodExit
         static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics) {
-            StreamShardRuntime.taskCreated(task, metrics);
+            StreamShardInstances.taskCreated(task, metrics);
         }
     }
 
@@ -60,7 +59,8 @@ public final class StreamShardAdvice {
         static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
                 @Advice.FieldValue("recordInfo") AbstractPartitionGroup.RecordInfo info,
                 @Advice.Argument(0) long wallClockTime) {
-            return StreamShardRuntime.submit(task, record, info, wallClockTime);
+            ShardedTask s = StreamShardInstances.task(task);
+            return s != null && s.submit(record, info, wallClockTime);
         }
     }
 
@@ -68,7 +68,10 @@ public final class StreamShardAdvice {
     public static final class IsProcessable {
         @Advice.OnMethodExit
         static void exit(@Advice.This StreamTask task, @Advice.Return(readOnly = false) boolean processable) {
-            processable = StreamShardRuntime.processable(task, processable);
+            if (processable) {
+                ShardedTask s = StreamShardInstances.task(task);
+                processable = s == null || s.processable();
+            }
         }
     }
 
@@ -76,7 +79,10 @@ public final class StreamShardAdvice {
     public static final class PrepareCommit {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task, @Advice.Argument(0) boolean clean) {
-            StreamShardRuntime.beforeCommit(task, clean);
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.beforeCommit(clean);
+            }
         }
     }
 
@@ -84,7 +90,10 @@ public final class StreamShardAdvice {
     public static final class Quiesce {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            StreamShardRuntime.quiesce(task);
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.drain();
+            }
         }
     }
 
@@ -92,8 +101,23 @@ public final class StreamShardAdvice {
     public static final class PunctuateSystemTime {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            if (task.canPunctuateSystemTime()) {
-                StreamShardRuntime.quiesce(task);
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null && task.canPunctuateSystemTime()) {
+                s.drain();
+            }
+        }
+    }
+
+    /**
+     * StreamTask.maybePunctuateStreamTime entry: stream-time punctuators run on a drained task
+     * (both regions empty), so they see the state stock would show at that stream time.
+     */
+    public static final class PunctuateStreamTime {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null && task.canPunctuateStreamTime()) {
+                s.drain();
             }
         }
     }
@@ -102,7 +126,7 @@ public final class StreamShardAdvice {
     public static final class CloseClean {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            StreamShardRuntime.closing(task, true);
+            StreamShardInstances.taskClosing(task, true);
         }
     }
 
@@ -110,15 +134,34 @@ public final class StreamShardAdvice {
     public static final class CloseDirty {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            StreamShardRuntime.closing(task, false);
+            StreamShardInstances.taskClosing(task, false);
         }
     }
 
-    /** StreamTask.schedule (private 5-argument form) entry. */
-    public static final class Schedule {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task, @Advice.Argument(2) PunctuationType type) {
-            StreamShardRuntime.scheduled(task, type);
+    /**
+     * ProcessorContextImpl.forwardInternal (private) entry: a worker's forward into a
+     * serial-region node is parked for the serial runner and the body is skipped.
+     */
+    public static final class ForwardInternal {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This Object context, @Advice.Argument(0) ProcessorNode<?, ?, ?, ?> child,
+                @Advice.Argument(1) org.apache.kafka.streams.processor.api.Record<?, ?> record) {
+            return StreamShardFrames.park(context, child, record);
+        }
+    }
+
+    /** ProcessorContextImpl.currentStreamTimeMs: the stream time at the record's dequeue, in a frame. */
+    public static final class CurrentStreamTime {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static StreamShardFrames.Frame enter(@Advice.This Object context) {
+            return StreamShardFrames.of(context);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter StreamShardFrames.Frame frame, @Advice.Return(readOnly = false) long timeMs) {
+            if (frame != null) {
+                timeMs = frame.streamTimeMs;
+            }
         }
     }
 
@@ -131,7 +174,7 @@ public final class StreamShardAdvice {
         @Advice.OnMethodEnter
         static java.util.concurrent.locks.ReentrantLock enter(@Advice.This Object producer,
                 @Advice.FieldValue("transactionInFlight") boolean inFlight) {
-            return inFlight ? null : StreamShardRuntime.lockBegin(producer);
+            return inFlight ? null : StreamShardInstances.lockBegin(producer);
         }
 
         @Advice.OnMethodExit(onThrowable = Throwable.class)

@@ -1,0 +1,199 @@
+package io.streamshard.classify;
+
+import io.streamshard.classify.NodeDecision.Region;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Decides, per node of a task, whether it runs on the parallel path or in the task's serial
+ * region. Pure: it sees only {@link NodeInfo} and {@link StoreInfo} values.
+ *
+ * <p>A node is parallel if it is parallel-safe by itself (see {@link #ownVerdict}) and every node
+ * above it is parallel. A store used by a serial node makes every other node using it serial too:
+ * otherwise the serial node would see the store written ahead of the order it runs in. Everything
+ * below a serial node is serial. If nothing but the sources is left parallel, the task runs stock.
+ * Why each DSL processor is or is not parallel-safe: docs/parallel-safety.md.
+ */
+public final class NodeClassifier {
+    private static final String DSL = "org.apache.kafka.streams.kstream.internals.";
+
+    /** Stateless, or state read and written only under the record's key (docs/parallel-safety.md). */
+    private static final Set<String> SAFE_DSL = Set.of(
+            // stateless
+            "KStreamFilter", "KStreamMapValues", "KStreamMap", "KStreamFlatMap", "KStreamFlatMapValues",
+            "KStreamPeek", "ForeachProcessor", "KStreamPrint", "KStreamBranch", "PassThrough", "KTablePassThrough",
+            // key-value state under the record's key
+            "KStreamAggregate", "KStreamReduce", "KTableSource", "KTableFilter", "KTableMapValues",
+            "KTableTransformValues", "KTableAggregate", "KTableReduce", "KTableRepartitionMap",
+            // joins: the other side's store is read under the same key (or a global store)
+            "KStreamKTableJoinProcessor", "KTableKTableInnerJoin", "KTableKTableLeftJoin",
+            "KTableKTableOuterJoin", "KTableKTableRightJoin", "KTableKTableJoinMerger");
+
+    /** DSL processors that must stay serial, with the reason shown to the user. */
+    private static final Map<String, String> SERIAL_DSL = Map.ofEntries(
+            Map.entry("KStreamKStreamJoin", "stream-stream join (window stores, shared stream time)"),
+            Map.entry("KStreamKStreamJoinLeftSide", "stream-stream join (window stores, shared stream time)"),
+            Map.entry("KStreamKStreamJoinRightSide", "stream-stream join (window stores, shared stream time)"),
+            Map.entry("KStreamKStreamSelfJoin", "stream-stream self join (window store, stream time)"),
+            Map.entry("KStreamJoinWindow", "stream-stream join window (window store)"),
+            Map.entry("KStreamWindowAggregate", "windowed aggregation (window store, observed stream time)"),
+            Map.entry("KStreamSlidingWindowAggregate", "sliding-window aggregation (window store, observed stream time)"),
+            Map.entry("KStreamSessionWindowAggregate", "session-window aggregation (session store, observed stream time)"));
+
+    private NodeClassifier() {}
+
+    /**
+     * @param nodes every node of the task (sources, processors, sinks) in topology order
+     * @param stores the task's state stores (global stores are not among them)
+     * @param optedIn node names and processor class names the user declared parallel-safe
+     */
+    public static Classification classify(Collection<NodeInfo> nodes, Collection<StoreInfo> stores,
+            Collection<String> optedIn) {
+        Map<String, NodeInfo> byName = new LinkedHashMap<>();
+        nodes.forEach(n -> byName.put(n.name(), n));
+        Map<String, StoreInfo> storeByName = new HashMap<>();
+        stores.forEach(s -> storeByName.put(s.name(), s));
+        Map<String, List<String>> parents = new HashMap<>();
+        for (NodeInfo n : nodes) {
+            for (String c : n.children()) {
+                parents.computeIfAbsent(c, k -> new ArrayList<>()).add(n.name());
+            }
+        }
+
+        Map<String, NodeDecision> decided = new LinkedHashMap<>();
+        for (NodeInfo n : nodes) {
+            String why = ownVerdict(n, storeByName, optedIn);
+            decided.put(n.name(), why == null ? new NodeDecision(Region.PARALLEL, null)
+                    : new NodeDecision(Region.SERIAL, why));
+        }
+        // Fixpoint: serial flows down the edges and across shared stores.
+        boolean changed = true;
+        while (changed) {
+            changed = false;
+            for (NodeInfo n : nodes) {
+                if (!decided.get(n.name()).parallel()) {
+                    continue;
+                }
+                String why = inheritedReason(n, parents, decided, byName);
+                if (why != null) {
+                    decided.put(n.name(), new NodeDecision(Region.SERIAL, why));
+                    changed = true;
+                }
+            }
+        }
+
+        List<String> roots = new ArrayList<>();
+        boolean anyParallelBeyondSources = false;
+        boolean anySerial = false;
+        String firstReason = null;
+        for (NodeInfo n : nodes) {
+            NodeDecision d = decided.get(n.name());
+            if (d.parallel()) {
+                anyParallelBeyondSources |= n.kind() != NodeInfo.Kind.SOURCE;
+                continue;
+            }
+            anySerial = true;
+            List<String> ps = parents.getOrDefault(n.name(), List.of());
+            if (ps.stream().anyMatch(p -> decided.get(p).parallel())) {
+                roots.add(n.name());
+                if (firstReason == null) {
+                    firstReason = n.name() + ": " + d.reason();
+                }
+            }
+        }
+        if (!anySerial) {
+            return new Classification(decided, roots, Classification.Mode.PARALLEL, null);
+        }
+        if (!anyParallelBeyondSources) {
+            return new Classification(decided, roots, Classification.Mode.STOCK,
+                    "nothing but the sources would run parallel (" + firstReason + ")");
+        }
+        return new Classification(decided, roots, Classification.Mode.SPLIT, null);
+    }
+
+    /** Null if the node is parallel-safe by itself, else why not. */
+    static String ownVerdict(NodeInfo n, Map<String, StoreInfo> stores, Collection<String> optedIn) {
+        for (String s : n.stores()) {
+            StoreInfo store = stores.get(s);
+            String why = store == null ? null : storeReason(store);
+            if (why != null) {
+                return why;
+            }
+        }
+        if (n.kind() != NodeInfo.Kind.PROCESSOR) {
+            return null;
+        }
+        if (optedIn.contains(n.name())) {
+            return null;
+        }
+        String c = n.processorClass();
+        if (c == null) {
+            return "no processor to inspect";
+        }
+        if (optedIn.contains(c) || optedIn.contains(c.replace('$', '.'))) {
+            return null;
+        }
+        if (c.startsWith(DSL + "foreignkeyjoin.")) {
+            return "foreign-key join (state under the foreign key, not the record's key)";
+        }
+        if (c.startsWith(DSL + "suppress.")) {
+            return "suppress (time-ordered buffer, observed stream time)";
+        }
+        if (c.startsWith(DSL) && c.indexOf('.', DSL.length()) < 0) {
+            String simple = c.substring(DSL.length());
+            int dollar = simple.indexOf('$');
+            String outer = dollar < 0 ? simple : simple.substring(0, dollar);
+            String serial = SERIAL_DSL.get(outer);
+            if (serial != null) {
+                return serial;
+            }
+            if (SAFE_DSL.contains(outer)) {
+                if (n.buffered()) {
+                    return "stream-table join with a grace period (time-ordered buffer)";
+                }
+                if (n.userStores()) {
+                    return "user code with state stores of its own (" + String.join(", ", n.stores()) + ")";
+                }
+                return null;
+            }
+        }
+        return "processor " + c + " is not known to be parallel-safe"
+                + (c.startsWith(DSL) ? ""
+                        : "; list it in streamshard.parallel.processors if it is thread-safe and writes state "
+                                + "only under the record's key");
+    }
+
+    private static String storeReason(StoreInfo s) {
+        return switch (s.kind()) {
+            case KEY_VALUE -> null;
+            case VERSIONED -> "versioned store " + s.name();
+            case WINDOW -> "window store " + s.name();
+            case SESSION -> "session store " + s.name();
+            case BUFFER -> "time-ordered buffer " + s.name();
+            case CACHED -> "store " + s.name() + " has a caching layer";
+            case OTHER -> "store " + s.name() + " is of a type streamshard does not know";
+        };
+    }
+
+    private static String inheritedReason(NodeInfo n, Map<String, List<String>> parents,
+            Map<String, NodeDecision> decided, Map<String, NodeInfo> byName) {
+        for (String p : parents.getOrDefault(n.name(), List.of())) {
+            if (!decided.get(p).parallel()) {
+                return "below serial node " + p;
+            }
+        }
+        for (String s : n.stores()) {
+            for (NodeInfo other : byName.values()) {
+                if (other != n && other.stores().contains(s) && !decided.get(other.name()).parallel()) {
+                    return "shares store " + s + " with serial node " + other.name();
+                }
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,182 @@
+package org.apache.kafka.streams.processor.internals;
+
+import io.streamshard.agent.AgentState;
+import io.streamshard.classify.Classification;
+import io.streamshard.config.StreamShardConfig;
+import io.streamshard.runtime.ShardExecutor;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The registry: one {@link Instance} per {@code KafkaStreams} (its settings and worker pool), one
+ * {@link ShardedTask} per {@code StreamTask} that runs through streamshard. Instance and task
+ * lifecycle run here, on cold paths; the record path is in {@link ShardedTask}.
+ */
+public final class StreamShardInstances {
+    static final Logger LOG = LoggerFactory.getLogger("io.streamshard");
+
+    private StreamShardInstances() {}
+
+    /** Per KafkaStreams instance, keyed by its metrics object (which every StreamTask holds too). */
+    static final class Instance {
+        final KafkaStreams streams;
+        final StreamShardConfig config;
+        final ShardExecutor executor;
+        /** Per task id, in creation order. */
+        final Map<String, Classification> decisions = Collections.synchronizedMap(new LinkedHashMap<>());
+        /** Sub-topologies whose classification was logged at INFO already. */
+        final Set<Integer> logged = ConcurrentHashMap.newKeySet();
+
+        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor) {
+            this.streams = streams;
+            this.config = config;
+            this.executor = executor;
+        }
+    }
+
+    private static final Map<Object, Instance> INSTANCES = new ConcurrentHashMap<>();
+    private static final Map<KafkaStreams, Instance> BY_STREAMS = new ConcurrentHashMap<>();
+    private static final Map<StreamTask, ShardedTask> TASKS = new ConcurrentHashMap<>();
+    private static final Map<Object, ReentrantLock> BEGIN_LOCKS = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /** The task's streamshard state, or null if it runs stock. */
+    public static ShardedTask task(StreamTask task) {
+        return TASKS.get(task);
+    }
+
+    // ---------------------------------------------------------------- instances
+
+    /** KafkaStreams constructor exit. */
+    public static void instanceCreated(KafkaStreams streams, StreamsConfig config, Object metrics, String clientId) {
+        StreamShardConfig cfg = StreamShardConfig.from(config.originals());
+        if (!cfg.enabled()) {
+            LOG.info("streamshard: disabled by {}=false; {} runs stock", StreamShardConfig.ENABLED, clientId);
+            return;
+        }
+        if (AgentState.failure() != null) {
+            LOG.error("streamshard: instrumentation failed ({}); {} runs stock", AgentState.failure(), clientId);
+            return;
+        }
+        String why = instanceStockReason(config);
+        if (why != null) {
+            LOG.warn("streamshard: {}; {} runs stock (serial)", why, clientId);
+            return;
+        }
+        ShardExecutor executor = ShardExecutor.create(cfg, "streamshard");
+        Instance instance = new Instance(streams, cfg, executor);
+        INSTANCES.put(metrics, instance);
+        BY_STREAMS.put(streams, instance);
+        LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
+    }
+
+    private static String instanceStockReason(StreamsConfig config) {
+        Object threads = config.originals().get("__processing.threads.enabled__");
+        if (threads != null && Boolean.parseBoolean(threads.toString())) {
+            return "Kafka Streams processing threads (__processing.threads.enabled__) are on";
+        }
+        return null;
+    }
+
+    /** KafkaStreams.setState entry: the final states stop the instance's workers (once). */
+    public static void instanceStopping(KafkaStreams streams, KafkaStreams.State state) {
+        if (state != KafkaStreams.State.NOT_RUNNING && state != KafkaStreams.State.ERROR) {
+            return;
+        }
+        Instance instance = BY_STREAMS.remove(streams);
+        if (instance == null) {
+            return;
+        }
+        INSTANCES.values().remove(instance);
+        TASKS.values().removeIf(t -> t.instance == instance);
+        instance.executor.close();
+        LOG.info("streamshard: workers stopped");
+    }
+
+    /** Per task id: {@code parallel}, {@code parallel, serial region: A, B} or {@code serial: why}. */
+    public static Map<String, String> explain(KafkaStreams streams) {
+        Map<String, String> out = new LinkedHashMap<>();
+        Instance instance = BY_STREAMS.get(streams);
+        if (instance != null) {
+            synchronized (instance.decisions) {
+                instance.decisions.forEach((task, c) -> out.put(task, c.summary()));
+            }
+        }
+        return out;
+    }
+
+    /** Per task id, per node: {@code parallel} or {@code serial region: why}. */
+    public static Map<String, Map<String, String>> explainNodes(KafkaStreams streams) {
+        Map<String, Map<String, String>> out = new LinkedHashMap<>();
+        Instance instance = BY_STREAMS.get(streams);
+        if (instance != null) {
+            synchronized (instance.decisions) {
+                instance.decisions.forEach((task, c) -> {
+                    Map<String, String> nodes = new LinkedHashMap<>();
+                    c.nodes().forEach((n, d) -> nodes.put(n, d.toString()));
+                    out.put(task, nodes);
+                });
+            }
+        }
+        return out;
+    }
+
+    /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */
+    public static boolean active(KafkaStreams streams) {
+        return BY_STREAMS.containsKey(streams);
+    }
+
+    /** InternalTopologyBuilder.rewriteTopology exit: no caching layer on the parallel path. */
+    public static void disableCaching(StreamsConfig config, Map<String, StoreFactory> factories) {
+        StreamShardConfig cfg = StreamShardConfig.from(config.originals());
+        if (!cfg.enabled() || instanceStockReason(config) != null) {
+            return;
+        }
+        factories.replaceAll((name, f) -> f.withCachingDisabled());
+    }
+
+    /** Takes (and returns, locked) the lock that serializes beginning a transaction on a producer. */
+    public static ReentrantLock lockBegin(Object producer) {
+        ReentrantLock lock = BEGIN_LOCKS.computeIfAbsent(producer, k -> new ReentrantLock());
+        lock.lock();
+        return lock;
+    }
+
+    // ---------------------------------------------------------------- tasks
+
+    /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
+    public static void taskCreated(StreamTask task, Object metrics) {
+        Instance instance = INSTANCES.get(metrics);
+        if (instance == null || AgentState.failure() != null) {
+            return;
+        }
+        Classification c = TopologyInspector.classify(task.topology, instance.config.parallelProcessors());
+        String id = task.id().toString();
+        instance.decisions.put(id, c);
+        if (instance.logged.add(task.id().subtopology())) {
+            LOG.info("streamshard: task {} (and the other tasks of sub-topology {}): {}; {}", id,
+                    task.id().subtopology(), c.summary(), String.join("; ", c.lines()));
+        } else {
+            LOG.debug("streamshard: task {}: {}", id, c.summary());
+        }
+        if (c.mode() != Classification.Mode.STOCK) {
+            TASKS.put(task, new ShardedTask(instance, task, c));
+        }
+    }
+
+    /** StreamTask.closeClean / closeDirty / prepareRecycle entry: the task leaves the scheduler. */
+    public static void taskClosing(StreamTask task, boolean clean) {
+        ShardedTask s = TASKS.remove(task);
+        if (s != null) {
+            s.close(clean);
+        }
+    }
+}

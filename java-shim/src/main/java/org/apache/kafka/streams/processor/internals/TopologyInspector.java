@@ -1,0 +1,126 @@
+package org.apache.kafka.streams.processor.internals;
+
+import io.streamshard.classify.Classification;
+import io.streamshard.classify.NodeClassifier;
+import io.streamshard.classify.NodeInfo;
+import io.streamshard.classify.StoreInfo;
+import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.internals.TimeOrderedKeyValueBuffer;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
+
+/**
+ * Reads a built {@link ProcessorTopology} into the classifier's values ({@link NodeInfo},
+ * {@link StoreInfo}). Runs when a task is created; reflection only here, never per record.
+ */
+public final class TopologyInspector {
+    private TopologyInspector() {}
+
+    /** Classifies every node of {@code topology}. */
+    public static Classification classify(ProcessorTopology topology, Collection<String> optedIn) {
+        return NodeClassifier.classify(nodes(topology), stores(topology), optedIn);
+    }
+
+    static List<NodeInfo> nodes(ProcessorTopology topology) {
+        List<NodeInfo> out = new ArrayList<>();
+        for (ProcessorNode<?, ?, ?, ?> node : topology.processors()) {
+            List<String> children = new ArrayList<>();
+            for (ProcessorNode<?, ?, ?, ?> c : node.children()) {
+                children.add(c.name());
+            }
+            Set<String> stores = node.stateStores == null ? Set.of() : node.stateStores;
+            NodeInfo.Kind kind = node instanceof SourceNode ? NodeInfo.Kind.SOURCE
+                    : node instanceof SinkNode ? NodeInfo.Kind.SINK : NodeInfo.Kind.PROCESSOR;
+            Object processor = kind == NodeInfo.Kind.PROCESSOR ? processorOf(node) : null;
+            String processorClass = processor == null ? null : processor.getClass().getName();
+            boolean buffered = processor != null && Boolean.TRUE.equals(field(processor, "useBuffer"));
+            boolean userStores = false;
+            if (processorClass != null && processorClass.endsWith(".KTableTransformValues$KTableTransformValuesProcessor")) {
+                Object own = field(field(processor, "this$0"), "queryableName");
+                Set<String> other = new HashSet<>(stores);
+                other.remove(own);
+                userStores = !other.isEmpty();
+            }
+            out.add(new NodeInfo(node.name(), kind, processorClass, children, stores, buffered, userStores));
+        }
+        return out;
+    }
+
+    static List<StoreInfo> stores(ProcessorTopology topology) {
+        List<StoreInfo> out = new ArrayList<>();
+        for (StateStore store : topology.stateStores()) {
+            out.add(new StoreInfo(store.name(), kindOf(store)));
+        }
+        return out;
+    }
+
+    /** The store's kind, looking through every wrapping layer. */
+    static StoreInfo.Kind kindOf(StateStore store) {
+        StoreInfo.Kind kind = StoreInfo.Kind.OTHER;
+        for (StateStore layer = store; layer != null; ) {
+            if (layer.getClass().getSimpleName().startsWith("Caching")) {
+                return StoreInfo.Kind.CACHED;
+            }
+            if (layer instanceof VersionedKeyValueStore<?, ?>) {
+                return StoreInfo.Kind.VERSIONED;
+            }
+            if (layer instanceof WindowStore<?, ?>) {
+                return StoreInfo.Kind.WINDOW;
+            }
+            if (layer instanceof SessionStore<?, ?>) {
+                return StoreInfo.Kind.SESSION;
+            }
+            if (layer instanceof TimeOrderedKeyValueBuffer<?, ?, ?>) {
+                return StoreInfo.Kind.BUFFER;
+            }
+            if (layer instanceof KeyValueStore<?, ?>) {
+                kind = StoreInfo.Kind.KEY_VALUE;
+            }
+            layer = layer instanceof WrappedStateStore<?, ?, ?> w ? w.wrapped() : null;
+        }
+        return kind;
+    }
+
+    private static Object processorOf(ProcessorNode<?, ?, ?, ?> node) {
+        for (String name : new String[] {"processor", "fixedKeyProcessor"}) {
+            Object p = fieldOf(ProcessorNode.class, node, name);
+            if (p != null) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** A declared field of {@code target}'s class or a superclass, or null. */
+    private static Object field(Object target, String name) {
+        if (target == null) {
+            return null;
+        }
+        for (Class<?> c = target.getClass(); c != null; c = c.getSuperclass()) {
+            Object v = fieldOf(c, target, name);
+            if (v != null) {
+                return v;
+            }
+        }
+        return null;
+    }
+
+    private static Object fieldOf(Class<?> c, Object target, String name) {
+        try {
+            Field f = c.getDeclaredField(name);
+            f.setAccessible(true);
+            return f.get(target);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+}

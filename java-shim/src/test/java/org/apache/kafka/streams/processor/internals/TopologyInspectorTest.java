@@ -1,0 +1,316 @@
+package org.apache.kafka.streams.processor.internals;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.streamshard.classify.Classification;
+import io.streamshard.classify.Classification.Mode;
+import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKey;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The classifier on topologies built with {@link StreamsBuilder} (no broker): every rule, with
+ * its reason, on the real {@code ProcessorTopology} Kafka Streams builds for a task.
+ */
+class TopologyInspectorTest {
+    private static final Consumed<String, String> STRINGS = Consumed.with(Serdes.String(), Serdes.String());
+
+    /** Builds sub-topology {@code id} the way a task gets it (caching off, as the agent sets it). */
+    static Classification classify(Topology topology, int id, boolean caching, String... optedIn) throws Exception {
+        Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
+        f.setAccessible(true);
+        InternalTopologyBuilder builder = (InternalTopologyBuilder) f.get(topology);
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, "classify");
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:1");
+        if (!caching) {
+            p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        }
+        builder.rewriteTopology(new StreamsConfig(p));
+        return TopologyInspector.classify(builder.buildSubtopology(id), List.of(optedIn));
+    }
+
+    static Classification classify(Topology topology, int id, String... optedIn) throws Exception {
+        return classify(topology, id, false, optedIn);
+    }
+
+    private static KStream<String, String> slowStep(StreamsBuilder b) {
+        return b.stream("orders", STRINGS).mapValues(v -> v + "!", Named.as("slow"));
+    }
+
+    @Test
+    void streamTableEnrichmentJoinAndAggregateAreAllParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> customers = b.table("customers", STRINGS);
+        slowStep(b).leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join"))
+                .groupByKey().count(Materialized.as("counts")).toStream().to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(c.summary()).isEqualTo("parallel");
+        assertThat(c.nodes()).allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isTrue());
+    }
+
+    @Test
+    void windowedCountAndSuppressAfterASlowStepAreTheSerialRegion() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("wcount")).suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())
+                        .withName("suppress"))
+                .toStream(Named.as("tostream")).to("out", Produced.as("sink"));
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.SPLIT);
+        assertThat(c.nodes().get("slow").toString()).isEqualTo("parallel");
+        assertThat(c.nodes().get("wcount").toString()).startsWith("serial region: window store");
+        assertThat(c.nodes().get("suppress").toString()).startsWith("serial region: ");
+        assertThat(c.nodes().get("sink").toString()).isEqualTo("serial region: below serial node tostream");
+        assertThat(c.serialRoots()).containsExactly("wcount");
+        assertThat(c.summary()).isEqualTo("parallel, serial region: wcount");
+    }
+
+    @Test
+    void streamStreamJoinIsSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KStream<String, String> other = b.stream("payments", STRINGS);
+        slowStep(b).join(other, (x, y) -> x + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)))
+                .to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.SPLIT);
+        assertThat(c.nodes().get("slow").parallel()).isTrue();
+        assertThat(c.serialNodes()).isNotEmpty().allSatisfy(n -> assertThat(c.nodes().get(n).reason())
+                .containsAnyOf("stream-stream join", "window store", "below serial node", "shares store"));
+    }
+
+    @Test
+    void sessionWindowsAreSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("scount")).toStream().to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.nodes().get("scount").toString()).startsWith("serial region: session store");
+    }
+
+    static final class Unknown implements Processor<String, String, String, String> {
+        private ProcessorContext<String, String> context;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            context.forward(record);
+        }
+    }
+
+    @Test
+    void unknownProcessorAfterASlowStepIsSerialWithAHint() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).process(Unknown::new, Named.as("unknown")).to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.SPLIT);
+        assertThat(c.nodes().get("unknown").reason()).contains(Unknown.class.getName())
+                .contains("is not known to be parallel-safe").contains("streamshard.parallel.processors");
+    }
+
+    @Test
+    void processorsAreOptedInByClassNameOrNodeName() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(),
+                Serdes.String()));
+        slowStep(b).process(Unknown::new, Named.as("unknown"), "kv").to("out");
+        Topology t = b.build();
+        assertThat(classify(t, 0, Unknown.class.getName()).mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(classify(t, 0, "unknown").mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(classify(t, 0, "com.example.Other").mode()).isEqualTo(Mode.SPLIT);
+    }
+
+    @Test
+    void aTaskWithOnlyItsSourcesParallelRunsStock() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("orders", STRINGS).groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1))).count().toStream().to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.STOCK);
+        assertThat(c.summary()).startsWith("serial: nothing but the sources would run parallel").contains("window store");
+    }
+
+    @Test
+    void foreignKeyJoinIsSerialAndSoAreTheTablesItReads() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS, Materialized.as("orders-store"));
+        KTable<String, String> customers = b.table("customers", STRINGS, Materialized.as("customers-store"));
+        orders.join(customers, v -> v.split(",")[0], (o, c) -> o + c).toStream().to("out");
+        Topology t = b.build();
+        Map<Integer, java.util.Set<String>> groups = internal(t).nodeGroups();
+        boolean fkSeen = false;
+        for (int id : groups.keySet()) {
+            Classification c = classify(t, id);
+            for (var e : c.nodes().entrySet()) {
+                if (!e.getValue().parallel() && e.getValue().reason().startsWith("foreign-key join")) {
+                    fkSeen = true;
+                }
+            }
+            // Any node sharing a store with a serial node is serial too.
+            c.nodes().forEach((n, d) -> {
+                if (d.parallel()) {
+                    assertThat(d.reason()).isNull();
+                }
+            });
+        }
+        assertThat(fkSeen).isTrue();
+        Classification first = classify(t, 0);
+        assertThat(first.nodes().values()).anySatisfy(d -> assertThat(String.valueOf(d.reason()))
+                .startsWith("shares store"));
+    }
+
+    private static InternalTopologyBuilder internal(Topology t) throws Exception {
+        Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
+        f.setAccessible(true);
+        return (InternalTopologyBuilder) f.get(t);
+    }
+
+    @Test
+    void groupByWithAKeyChangeIsParallelOnBothSidesOfTheRepartition() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).selectKey((k, v) -> v.substring(0, 1), Named.as("rekey"))
+                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+                .aggregate(() -> "", (k, v, a) -> a + v, Named.as("agg"), Materialized.as("agg-store"))
+                .toStream().to("out");
+        Topology t = b.build();
+        assertThat(classify(t, 0).mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(classify(t, 1).mode()).isEqualTo(Mode.PARALLEL);
+    }
+
+    @Test
+    void tableGroupByAggregateIsParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.table("orders", STRINGS, Materialized.as("orders-store"))
+                .groupBy((k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k), Grouped.with(Serdes.String(),
+                        Serdes.String()))
+                .count(Materialized.as("per-value")).toStream().to("out");
+        Topology t = b.build();
+        assertThat(classify(t, 0).mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(classify(t, 1).mode()).isEqualTo(Mode.PARALLEL);
+    }
+
+    @Test
+    void tableTableJoinsAndGlobalTableJoinsAreParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> a = b.table("a", STRINGS, Materialized.as("a-store"));
+        KTable<String, String> c = b.table("c", STRINGS, Materialized.as("c-store"));
+        a.join(c, (x, y) -> x + y).toStream().to("inner");
+        a.leftJoin(c, (x, y) -> x + y).toStream().to("left");
+        a.outerJoin(c, (x, y) -> x + y).toStream().to("outer");
+        GlobalKTable<String, String> g = b.globalTable("g", STRINGS);
+        b.stream("s", STRINGS).join(g, (k, v) -> k, (v, gv) -> v + gv).to("sg");
+        b.stream("s2", STRINGS).leftJoin(g, (k, v) -> k, (v, gv) -> v + gv).to("sg2");
+        Topology t = b.build();
+        for (int id : internal(t).nodeGroups().keySet()) {
+            Classification cl = classify(t, id);
+            assertThat(cl.mode()).as("sub-topology %s: %s", id, cl.lines()).isEqualTo(Mode.PARALLEL);
+        }
+    }
+
+    @Test
+    void toTableAndTableMapValuesAreParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).toTable(Materialized.as("tt")).mapValues(v -> v + "?").filter((k, v) -> true)
+                .toStream().to("out");
+        assertThat(classify(b.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
+    }
+
+    @Test
+    void streamTableJoinWithAGracePeriodIsSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> customers = b.table("customers", STRINGS,
+                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("versioned",
+                        Duration.ofMinutes(5))).withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        slowStep(b).join(customers, (o, c) -> o + c,
+                Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                        .withName("gjoin").withGracePeriod(Duration.ofMinutes(1))).to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.SPLIT);
+        assertThat(c.nodes().get("slow").parallel()).isTrue();
+        assertThat(c.nodes().get("gjoin").parallel()).isFalse();
+    }
+
+    static final class Identity implements ValueTransformerWithKey<String, String, String> {
+        @Override
+        public void init(org.apache.kafka.streams.processor.ProcessorContext context) { }
+
+        @Override
+        public String transform(String key, String value) {
+            return value;
+        }
+
+        @Override
+        public void close() { }
+    }
+
+    @Test
+    void tableTransformValuesWithItsOwnStoresIsSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("side"), Serdes.String(),
+                Serdes.String()));
+        KTable<String, String> t = b.table("t", STRINGS, Materialized.as("t-store"));
+        t.transformValues(Identity::new, Named.as("tv"), "side").toStream().to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.nodes().get("tv").reason()).startsWith("user code with state stores of its own");
+        StreamsBuilder b2 = new StreamsBuilder();
+        b2.table("t", STRINGS, Materialized.as("t-store")).transformValues(Identity::new, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tv-store"), Named.as("tv"))
+                .toStream().to("out");
+        assertThat(classify(b2.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
+    }
+
+    @Test
+    void aBranchWithOneWindowedArmKeepsTheOtherArmParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        Map<String, KStream<String, String>> arms = slowStep(b).split(Named.as("arm-"))
+                .branch((k, v) -> v.startsWith("a"), org.apache.kafka.streams.kstream.Branched.as("w"))
+                .defaultBranch(org.apache.kafka.streams.kstream.Branched.as("plain"));
+        arms.get("arm-w").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("wcount")).toStream().to("windowed");
+        arms.get("arm-plain").mapValues(v -> v, Named.as("plain-map")).to("plain", Produced.as("plain-sink"));
+        Classification c = classify(b.build(), 0);
+        assertThat(c.mode()).isEqualTo(Mode.SPLIT);
+        assertThat(c.nodes().get("plain-map").parallel()).isTrue();
+        assertThat(c.nodes().get("plain-sink").parallel()).isTrue();
+        assertThat(c.nodes().get("wcount").parallel()).isFalse();
+    }
+
+    @Test
+    void aCachingLayerMakesItsNodesSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).groupByKey().count(Named.as("count"), Materialized.as("counts")).toStream().to("out");
+        Classification c = classify(b.build(), 0, true);
+        assertThat(c.nodes().get("count").reason()).isEqualTo("store counts has a caching layer");
+    }
+}
