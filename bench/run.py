@@ -41,6 +41,7 @@ class Scenario:
     payload: int = 100
     note: str = ""
     commit_ms: int = 0  # 0: Kafka Streams' default (30 s at-least-once, 100 ms exactly-once)
+    shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count)
     sweep: list = field(default_factory=list)
 
 
@@ -57,6 +58,15 @@ def scenarios(quick):
         Scenario("io-stateful", "I/O-bound + groupByKey().count()", "sleep:5000", 4, 10000, "zipf:1.1", 64,
                  n(6000, 400), ["stock", "streamshard"] if quick else ["stock", "streamshard", "pc"], counts=True,
                  note="Parallel Consumer keeps no state: its run does the I/O part only."),
+        Scenario("join", "Enrichment: 5 ms call → leftJoin a KTable → count, 4 partitions, 10,000 uniform keys, "
+                 "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(20000, 400), ["stock", "streamshard"],
+                 shape="join", note="The join and the count run on the parallel path. Parallel Consumer has no "
+                 "tables: not run."),
+        Scenario("window", "Slow step then a windowed count: 5 ms call → to(output) and windowedBy().count(), "
+                 "4 partitions, 10,000 uniform keys, 64 workers", "sleep:5000", 4, 10000, "uniform", 64,
+                 n(20000, 400), ["stock", "streamshard"], shape="window",
+                 note="The windowed count is the task's serial region (in dequeue order, one record at a time); "
+                 "Parallel Consumer has no windows: not run."),
         Scenario("cpu", "CPU-bound: ~200 µs CPU per record, 1 partition, 10,000 uniform keys, 2 workers",
                  "cpu:200", 1, 10000, "uniform", 2, n(100000, 1000),
                  ["streamshard"] if quick else ["stock", "streamshard", "pc"]),
@@ -115,7 +125,7 @@ def command(engine, s, workers, run, topics, quick):
     if s.commit_ms or quick:
         java.append(f"-Dbench.commit.interval.ms={commit_ms(s, quick)}")
     return java + agent + ["-cp", classpath("examples"), "io.streamshard.examples.BenchApp", BROKERS, run, inp, out,
-                           counts or "-", s.work, s.guarantee, str(threads), str(workers)]
+                           counts or "-", s.work, s.guarantee, str(threads), str(workers), s.shape]
 
 
 class Sampler(threading.Thread):
@@ -148,8 +158,13 @@ class Sampler(threading.Thread):
 def run_one(s, engine, workers, out_dir, quick):
     run = f"bench-{s.name}-{engine}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
-    counts = run + "-counts" if s.counts and engine != "pc" else None
+    counts = run + "-counts" if (s.counts or s.shape != "copy") and engine != "pc" else None
     load("create", "--topic", inp, "--partitions", s.partitions)
+    if s.shape == "join":
+        # The table: one record for about two thirds of the keys (uniform draws), before the input.
+        load("create", "--topic", inp + "-table", "--partitions", s.partitions)
+        load("produce", "--topic", inp + "-table", "--records", s.keys, "--keys", s.keys, "--dist", "uniform",
+             "--payload", 20, "--seed", 7)
     load("create", "--topic", out, "--partitions", s.partitions, "--config", "message.timestamp.type=LogAppendTime")
     if counts:
         load("create", "--topic", counts, "--partitions", s.partitions)
@@ -250,6 +265,9 @@ def markdown(results, scns, quick, elapsed):
     for s in scns:
         bound = per_key_bound(results, s)
         extra = f" Per-key ordering bound on this input: {bound:,.0f} records/s." if bound else ""
+        if s.work.startswith("sleep:") and s.workers:
+            ideal = min(s.workers, s.keys) / (int(s.work.split(":")[1]) / 1e6)
+            extra += f" Ideal min(workers, keys) / latency: {ideal:,.0f} records/s."
         lines.append(f"- `{s.name}`: {s.title}; {s.records:,} records, {s.payload}-byte values, "
                      f"{'exactly-once v2' if s.guarantee == 'eos' else 'at-least-once'}, commit.interval.ms "
                      f"{commit_ms(s, quick):,}.{extra} {s.note}".rstrip())

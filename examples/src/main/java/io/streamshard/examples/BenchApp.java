@@ -8,17 +8,29 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
+import java.time.Duration;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
  * The benchmark's Kafka Streams app, run unchanged stock and with {@code -javaagent:streamshard.jar}
- * (see bench/run.py). It copies each input value to the output topic after a simulated piece of
- * work, and optionally counts per key into a counts topic.
+ * (see bench/run.py). Three shapes, all with the simulated piece of work first:
+ * <ul>
+ *   <li>{@code copy}: each input value to the output topic after the work; optionally a
+ *       {@code groupByKey().count()} per key into the counts topic;
+ *   <li>{@code join}: the enrichment app — after the work, {@code leftJoin} a {@code KTable} read from
+ *       {@code <input>-table} (value {@code tier}) and append {@code ,<tier>} (or {@code ,none}) to the
+ *       value, then to the output and {@code groupByKey().count()} into the counts topic;
+ *   <li>{@code window}: after the work, to the output, and a windowed count per key (one window of
+ *       1,000 days, so the final count per key is the key's number of records) into the counts topic:
+ *       the windowed count is the task's serial region.
+ * </ul>
  *
  * <pre>
  * BenchApp &lt;bootstrap&gt; &lt;application-id&gt; &lt;input&gt; &lt;output&gt; &lt;counts topic or -&gt;
- *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt;
+ *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window]
  * </pre>
  *
  * The system property {@code bench.commit.interval.ms} overrides {@code commit.interval.ms}. Runs
@@ -27,27 +39,53 @@ import org.apache.kafka.streams.kstream.Produced;
 public final class BenchApp {
     private BenchApp() {}
 
-    public static Topology topology(String input, String output, String counts, Work work) {
+    public static Topology topology(String shape, String input, String output, String counts, Work work) {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> in = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
-        in.mapValues(v -> {
+        KStream<String, String> worked = in.mapValues(v -> {
             work.run();
             return v;
-        }).to(output, Produced.with(Serdes.String(), Serdes.String()));
-        if (counts != null) {
-            in.groupByKey()
-                    .count()
-                    .toStream()
-                    .mapValues(c -> Long.toString(c))
-                    .to(counts, Produced.with(Serdes.String(), Serdes.String()));
+        });
+        switch (shape) {
+            case "copy" -> {
+                worked.to(output, Produced.with(Serdes.String(), Serdes.String()));
+                if (counts != null) {
+                    countInto(in, counts);
+                }
+            }
+            case "join" -> {
+                KTable<String, String> table = b.table(input + "-table", Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> joined = worked.leftJoin(table,
+                        (v, tier) -> v + "," + (tier == null ? "none" : tier));
+                joined.to(output, Produced.with(Serdes.String(), Serdes.String()));
+                countInto(joined, counts);
+            }
+            case "window" -> {
+                worked.to(output, Produced.with(Serdes.String(), Serdes.String()));
+                worked.groupByKey()
+                        .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofDays(1000)))
+                        .count()
+                        .toStream((w, c) -> w.key())
+                        .mapValues(c -> Long.toString(c))
+                        .to(counts, Produced.with(Serdes.String(), Serdes.String()));
+            }
+            default -> throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window)");
         }
         return b.build();
     }
 
+    private static void countInto(KStream<String, String> stream, String counts) {
+        stream.groupByKey()
+                .count()
+                .toStream()
+                .mapValues(c -> Long.toString(c))
+                .to(counts, Produced.with(Serdes.String(), Serdes.String()));
+    }
+
     public static void main(String[] args) throws Exception {
-        if (args.length != 9) {
+        if (args.length != 9 && args.length != 10) {
             System.err.println("usage: BenchApp <bootstrap> <application-id> <input> <output> <counts|-> <work>"
-                    + " <alos|eos> <stream-threads> <streamshard-workers>");
+                    + " <alos|eos> <stream-threads> <streamshard-workers> [copy|join|window]");
             System.exit(2);
         }
         Work work = Work.parse(args[5]);
@@ -67,7 +105,8 @@ public final class BenchApp {
         // Read only by the agent; stock Kafka Streams ignores unknown keys.
         p.put("streamshard.workers", args[8]);
         String counts = args[4].equals("-") ? null : args[4];
-        KafkaStreams streams = new KafkaStreams(topology(args[2], args[3], counts, work), p);
+        String shape = args.length > 9 ? args[9] : "copy";
+        KafkaStreams streams = new KafkaStreams(topology(shape, args[2], args[3], counts, work), p);
         CountDownLatch done = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close();

@@ -1,5 +1,6 @@
 package io.streamshard.examples;
 
+import java.util.List;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -9,31 +10,50 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
  * The enrichment app: orders keyed by customer, a slow "remote call" per order
- * ({@code mapValues} that blocks for a few milliseconds), then a count and a sum of amounts per
- * customer. Plain Kafka Streams: nothing in it knows about streamshard.
+ * ({@code mapValues} that blocks for a few milliseconds, standing for a fraud-score service), then
+ * a {@code leftJoin} with the customers table for the customer's tier, then a count and a sum of
+ * amounts per customer. Plain Kafka Streams: nothing in it knows about streamshard.
  *
- * <p>Values are {@code "<seq>,<amount>"}, {@code seq} counting the customer's orders from 1.
- * Outputs: {@code enriched} ({@code "<seq>,<amount>,<tier>"}), {@code counts} (long), and
- * {@code totals} (long sum of amounts).
+ * <p>Order values are {@code "<seq>,<amount>"}, {@code seq} counting the customer's orders from 1;
+ * customer values are the tier. Outputs: {@code enriched} ({@code "<seq>,<amount>,<score>,<tier>"},
+ * tier {@code new} for a customer not in the table), {@code counts} (long), and {@code totals}
+ * (long sum of amounts).
  */
 public final class EnrichmentApp {
     public static final String INPUT = "orders";
+    public static final String CUSTOMERS = "customers";
     public static final String ENRICHED = "enriched";
     public static final String COUNTS = "counts";
     public static final String TOTALS = "totals";
 
     private EnrichmentApp() {}
 
+    /** Every topic of the app, {@code suffix} appended. */
+    public static List<String> topics(String suffix) {
+        return List.of(INPUT + suffix, CUSTOMERS + suffix, ENRICHED + suffix, COUNTS + suffix, TOTALS + suffix);
+    }
+
+    /** Creates the topics and fills the customers table (customer-0 .. customer-(customers - 1)). */
+    public static void prepare(String bootstrap, String suffix, int partitions, int customers) throws Exception {
+        OrderProducer.createTopics(bootstrap, partitions, topics(suffix));
+        OrderProducer.produceCustomers(bootstrap, CUSTOMERS + suffix, customers);
+    }
+
     /** The topology; {@code suffix} is appended to every topic name (empty for the plain names). */
     public static Topology topology(long callMillis, String suffix) {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> orders = b.stream(INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()));
-        KStream<String, String> enriched = orders.mapValues((key, value) -> value + "," + remoteTier(key, callMillis));
+        KTable<String, String> customers = b.table(CUSTOMERS + suffix, Consumed.with(Serdes.String(), Serdes.String()),
+                Materialized.as("customers"));
+        KStream<String, String> enriched = orders
+                .mapValues((key, value) -> value + "," + remoteScore(key, callMillis))
+                .leftJoin(customers, (order, tier) -> order + "," + (tier == null ? "new" : tier));
         enriched.to(ENRICHED + suffix, Produced.with(Serdes.String(), Serdes.String()));
         enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .count(Materialized.as("order-counts"))
@@ -49,7 +69,7 @@ public final class EnrichmentApp {
     }
 
     /** Stands for a call to another service: blocks, then answers from the key. */
-    static String remoteTier(String customer, long callMillis) {
+    static String remoteScore(String customer, long callMillis) {
         if (callMillis > 0) {
             try {
                 Thread.sleep(callMillis);
@@ -58,7 +78,7 @@ public final class EnrichmentApp {
                 throw new IllegalStateException("interrupted during the remote call", e);
             }
         }
-        return Math.floorMod(customer.hashCode(), 3) == 0 ? "gold" : "standard";
+        return Integer.toString(Math.floorMod(customer.hashCode(), 100));
     }
 
     public static Properties config(String bootstrap, String applicationId) {

@@ -61,6 +61,32 @@ public final class OrderProducer {
         }
     }
 
+    /** The tier the customers table holds for a customer. */
+    public static String tierOf(String customer) {
+        return switch (Math.floorMod(customer.hashCode(), 3)) {
+            case 0 -> "gold";
+            case 1 -> "silver";
+            default -> "standard";
+        };
+    }
+
+    /** Writes the customers table: customer-0 .. customer-(customers - 1), each with its tier. */
+    public static void produceCustomers(String bootstrap, String topic, int customers) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < customers; i++) {
+                String customer = "customer-" + i;
+                producer.send(new ProducerRecord<>(topic, customer, tierOf(customer)));
+            }
+            producer.flush();
+        }
+    }
+
     public static Expected produce(String bootstrap, String topic, int records, int customers, double s, long seed)
             throws Exception {
         Properties p = new Properties();

@@ -61,8 +61,7 @@ class CrashIT {
         String suffix = Inputs.suffix(eos ? "crasheos" : "crash");
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
-        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, EnrichmentApp.ENRICHED + suffix,
-                EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
+        EnrichmentApp.prepare(BOOTSTRAP, suffix, 4, 10_000);
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, input, RECORDS, 2_000, 0.8, 13);
         File state = Files.createTempDirectory("streamshard-crash").toFile();
         File log = Files.createTempFile("streamshard-crash", ".log").toFile();

@@ -42,8 +42,7 @@ class ParallelIT {
 
     private void enrichment(boolean eos) throws Exception {
         String suffix = Inputs.suffix(eos ? "enricheos" : "enrich");
-        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix, EnrichmentApp.ENRICHED + suffix,
-                EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
+        EnrichmentApp.prepare(BOOTSTRAP, suffix, 4, 10_000);
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000,
                 1.1, 7);
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
@@ -62,8 +61,11 @@ class ParallelIT {
             Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 3_000, Duration.ofMinutes(3),
                     () -> assertThat(error.get()).isNull());
             assertThat(StreamShard.active(streams)).isTrue();
+            // The slow call, the stream-table join and both aggregations: every node parallel.
             assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
                     assertThat(decision).as("task %s", task).isEqualTo("parallel"));
+            assertThat(StreamShard.explainNodes(streams).get("0_0")).anySatisfy((node, d) ->
+                    assertThat(node).startsWith("KSTREAM-LEFTJOIN-"));
             assertThat(workerThreads()).isEqualTo(32);
         }
         // KafkaStreams.close() stopped the worker pool.

@@ -32,8 +32,7 @@ class RebalanceIT {
         String suffix = Inputs.suffix("rebalance");
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
-        OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, EnrichmentApp.ENRICHED + suffix,
-                EnrichmentApp.COUNTS + suffix, EnrichmentApp.TOTALS + suffix));
+        EnrichmentApp.prepare(BOOTSTRAP, suffix, 4, 10_000);
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, input, RECORDS, 3_000, 0.8, 21);
         try (KafkaStreams a = instance(appId, suffix)) {
             a.start();

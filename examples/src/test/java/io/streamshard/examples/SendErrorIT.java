@@ -48,7 +48,7 @@ class SendErrorIT {
         StreamsBuilder b = new StreamsBuilder();
         b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> {
-                    EnrichmentApp.remoteTier(v, 2);
+                    EnrichmentApp.remoteScore(v, 2);
                     // 16 KB: more than the producer's max.request.size below, so send() refuses it.
                     return v.equals("big") ? "x".repeat(16 * 1024) : v;
                 })

@@ -45,6 +45,23 @@ public final class NodeClassifier {
             Map.entry("KStreamSlidingWindowAggregate", "sliding-window aggregation (window store, observed stream time)"),
             Map.entry("KStreamSessionWindowAggregate", "session-window aggregation (session store, observed stream time)"));
 
+    /** Joins that read a store written from another source of the same task, under the same key bytes. */
+    private static final Set<String> CO_PARTITIONED_JOINS = Set.of("KStreamKTableJoinProcessor", "KTableKTableInnerJoin",
+            "KTableKTableLeftJoin", "KTableKTableOuterJoin", "KTableKTableRightJoin", "KTableKTableJoinMerger");
+
+    /** Key formats whose bytes depend only on the key (no schema id or other per-topic prefix). */
+    private static final Set<String> STABLE_KEY_FORMATS;
+
+    static {
+        Set<String> formats = new java.util.HashSet<>();
+        for (String t : List.of("String", "Long", "Integer", "Short", "Double", "Float", "UUID", "ByteArray", "Bytes",
+                "ByteBuffer", "Boolean", "Void")) {
+            formats.add("org.apache.kafka.common.serialization." + t + "Deserializer");
+            formats.add("org.apache.kafka.common.serialization.Serdes$" + t + "Serde");
+        }
+        STABLE_KEY_FORMATS = Set.copyOf(formats);
+    }
+
     private NodeClassifier() {}
 
     /**
@@ -65,9 +82,13 @@ public final class NodeClassifier {
             }
         }
 
+        String keyMismatch = keyFormatProblem(nodes);
         Map<String, NodeDecision> decided = new LinkedHashMap<>();
         for (NodeInfo n : nodes) {
             String why = ownVerdict(n, storeByName, optedIn);
+            if (why == null && keyMismatch != null && coPartitionedJoin(n)) {
+                why = keyMismatch;
+            }
             decided.put(n.name(), why == null ? new NodeDecision(Region.PARALLEL, null)
                     : new NodeDecision(Region.SERIAL, why));
         }
@@ -114,6 +135,36 @@ public final class NodeClassifier {
                     "nothing but the sources would run parallel (" + firstReason + ")");
         }
         return new Classification(decided, roots, Classification.Mode.SPLIT, null);
+    }
+
+    /**
+     * streamshard orders records by their key bytes, so a join that reads a store written from
+     * another source of the task is ordered with that store's writes only if both sources encode
+     * equal keys to equal bytes: the same deserializer, of a kind without per-topic prefixes
+     * (a schema-registry serde writes a schema id per topic). Null if that holds.
+     */
+    static String keyFormatProblem(Collection<NodeInfo> nodes) {
+        Set<String> formats = new java.util.TreeSet<>();
+        for (NodeInfo n : nodes) {
+            if (n.kind() == NodeInfo.Kind.SOURCE) {
+                formats.add(String.valueOf(n.keyFormat()));
+            }
+        }
+        if (formats.size() == 1 && STABLE_KEY_FORMATS.contains(formats.iterator().next())) {
+            return null;
+        }
+        return "join whose inputs may encode equal keys to different bytes (key formats " + String.join(", ", formats)
+                + "); streamshard orders records by key bytes";
+    }
+
+    private static boolean coPartitionedJoin(NodeInfo n) {
+        String c = n.processorClass();
+        if (c == null || !c.startsWith(DSL) || n.stores().isEmpty()) {
+            return false; // a GlobalKTable join reads a global store: no task store
+        }
+        String simple = c.substring(DSL.length());
+        int dollar = simple.indexOf('$');
+        return CO_PARTITIONED_JOINS.contains(dollar < 0 ? simple : simple.substring(0, dollar));
     }
 
     /** Null if the node is parallel-safe by itself, else why not. */

@@ -15,9 +15,11 @@ import java.util.Set;
  * @param buffered a stream-table join with a grace period (its records wait in a time-ordered buffer)
  * @param userStores a DSL node whose user code is given state stores of its own (KTable
  *     {@code transformValues} with store names): that code may read or write any key
+ * @param keyFormat sources only: the class that deserializes the record keys (the key deserializer,
+ *     or the default key serde when the source has none of its own); null if unknown
  */
 public record NodeInfo(String name, Kind kind, String processorClass, List<String> children, Set<String> stores,
-        boolean buffered, boolean userStores) {
+        boolean buffered, boolean userStores, String keyFormat) {
     public enum Kind { SOURCE, PROCESSOR, SINK }
 
     public NodeInfo {

@@ -143,21 +143,25 @@ public final class ShardedTask {
      * never overlap and the serial region stays in order; switching back needs no wait.
      */
     private Mode nextMode() {
-        if (inlineBelowNanos <= 0 || timed < INLINE_SAMPLES) {
+        if (inlineBelowNanos <= 0) {
             return mode;
         }
         long avg = avgNanos;
-        if (mode == Mode.WORKERS && avg < inlineBelowNanos) {
+        if (mode == Mode.INLINE) {
+            // Back at once: a slow record run inline holds up the StreamThread, and this switch
+            // needs no wait. (One slow record lifts the moving average above the mark.)
+            if (avg > 2 * inlineBelowNanos) {
+                mode = Mode.WORKERS;
+                timed = 0;
+                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
+                        + "each", task.id(), avg / 1000.0);
+            }
+        } else if (timed >= INLINE_SAMPLES && avg < inlineBelowNanos) {
             drain();
             mode = Mode.INLINE;
             timed = 0;
             StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
                     + "below {}", task.id(), avg / 1000.0, StreamShardConfig.INLINE_BELOW_US);
-        } else if (mode == Mode.INLINE && avg > 2 * inlineBelowNanos) {
-            mode = Mode.WORKERS;
-            timed = 0;
-            StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs each",
-                    task.id(), avg / 1000.0);
         }
         return mode;
     }

@@ -31,15 +31,18 @@ public final class StreamShardInstances {
         final KafkaStreams streams;
         final StreamShardConfig config;
         final ShardExecutor executor;
+        /** {@code default.key.serde}'s class name, or null. */
+        final String defaultKeySerde;
         /** Per task id, in creation order. */
         final Map<String, Classification> decisions = Collections.synchronizedMap(new LinkedHashMap<>());
         /** Sub-topologies whose classification was logged at INFO already. */
         final Set<Integer> logged = ConcurrentHashMap.newKeySet();
 
-        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor) {
+        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde) {
             this.streams = streams;
             this.config = config;
             this.executor = executor;
+            this.defaultKeySerde = defaultKeySerde;
         }
     }
 
@@ -72,7 +75,10 @@ public final class StreamShardInstances {
             return;
         }
         ShardExecutor executor = ShardExecutor.create(cfg, "streamshard");
-        Instance instance = new Instance(streams, cfg, executor);
+        Object keySerde = config.originals().get(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG);
+        String defaultKeySerde = keySerde instanceof Class<?> c ? c.getName() : keySerde == null ? null
+                : keySerde.toString().trim();
+        Instance instance = new Instance(streams, cfg, executor, defaultKeySerde);
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
@@ -158,7 +164,8 @@ public final class StreamShardInstances {
         if (instance == null || AgentState.failure() != null) {
             return;
         }
-        Classification c = TopologyInspector.classify(task.topology, instance.config.parallelProcessors());
+        Classification c = TopologyInspector.classify(task.topology, instance.config.parallelProcessors(),
+                instance.defaultKeySerde);
         String id = task.id().toString();
         instance.decisions.put(id, c);
         if (instance.logged.add(task.id().subtopology())) {

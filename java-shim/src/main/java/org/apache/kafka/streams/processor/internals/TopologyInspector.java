@@ -25,12 +25,17 @@ import org.apache.kafka.streams.state.internals.WrappedStateStore;
 public final class TopologyInspector {
     private TopologyInspector() {}
 
-    /** Classifies every node of {@code topology}. */
-    public static Classification classify(ProcessorTopology topology, Collection<String> optedIn) {
-        return NodeClassifier.classify(nodes(topology), stores(topology), optedIn);
+    /**
+     * Classifies every node of {@code topology}.
+     *
+     * @param defaultKeySerde the application's {@code default.key.serde} class name, or null
+     */
+    public static Classification classify(ProcessorTopology topology, Collection<String> optedIn,
+            String defaultKeySerde) {
+        return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn);
     }
 
-    static List<NodeInfo> nodes(ProcessorTopology topology) {
+    static List<NodeInfo> nodes(ProcessorTopology topology, String defaultKeySerde) {
         List<NodeInfo> out = new ArrayList<>();
         for (ProcessorNode<?, ?, ?, ?> node : topology.processors()) {
             List<String> children = new ArrayList<>();
@@ -50,7 +55,13 @@ public final class TopologyInspector {
                 other.remove(own);
                 userStores = !other.isEmpty();
             }
-            out.add(new NodeInfo(node.name(), kind, processorClass, children, stores, buffered, userStores));
+            String keyFormat = null;
+            if (node instanceof SourceNode<?, ?> source) {
+                Object d = fieldOf(SourceNode.class, source, "keyDeserializer");
+                keyFormat = d != null ? d.getClass().getName() : defaultKeySerde;
+            }
+            out.add(new NodeInfo(node.name(), kind, processorClass, children, stores, buffered, userStores,
+                    keyFormat));
         }
         return out;
     }

@@ -54,7 +54,7 @@ class TopologyInspectorTest {
             p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         }
         builder.rewriteTopology(new StreamsConfig(p));
-        return TopologyInspector.classify(builder.buildSubtopology(id), List.of(optedIn));
+        return TopologyInspector.classify(builder.buildSubtopology(id), List.of(optedIn), null);
     }
 
     static Classification classify(Topology topology, int id, String... optedIn) throws Exception {
@@ -304,6 +304,25 @@ class TopologyInspectorTest {
         assertThat(c.nodes().get("plain-map").parallel()).isTrue();
         assertThat(c.nodes().get("plain-sink").parallel()).isTrue();
         assertThat(c.nodes().get("wcount").parallel()).isFalse();
+    }
+
+    @Test
+    void aJoinWhoseSidesMayEncodeKeysDifferentlyIsSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> customers = b.table("customers", Consumed.with(new OtherKeys(), Serdes.String()));
+        slowStep(b).leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join")).to("out");
+        Classification c = classify(b.build(), 0);
+        assertThat(c.nodes().get("slow").parallel()).isTrue();
+        assertThat(c.nodes().get("join").reason()).startsWith("join whose inputs may encode equal keys to different "
+                + "bytes").contains("TopologyInspectorTest$OtherKeys$1");
+    }
+
+    /** A key serde streamshard does not know (think of a schema-registry serde). */
+    static final class OtherKeys extends org.apache.kafka.common.serialization.Serdes.WrapperSerde<String> {
+        OtherKeys() {
+            super(new org.apache.kafka.common.serialization.StringSerializer(),
+                    new org.apache.kafka.common.serialization.StringDeserializer() { });
+        }
     }
 
     @Test
