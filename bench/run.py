@@ -42,6 +42,7 @@ class Scenario:
     note: str = ""
     commit_ms: int = 0  # 0: Kafka Streams' default (30 s at-least-once, 100 ms exactly-once)
     shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count)
+    stock_records: int = 0  # stock's input, if smaller (it runs at ~1 / latency; the rate is a steady-state rate)
     sweep: list = field(default_factory=list)
 
 
@@ -59,13 +60,13 @@ def scenarios(quick):
                  n(6000, 400), ["stock", "streamshard"] if quick else ["stock", "streamshard", "pc"], counts=True,
                  note="Parallel Consumer keeps no state: its run does the I/O part only."),
         Scenario("join", "Enrichment: 5 ms call → leftJoin a KTable → count, 4 partitions, 10,000 uniform keys, "
-                 "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(20000, 400), ["stock", "streamshard"],
-                 shape="join", note="The join and the count run on the parallel path. Parallel Consumer has no "
+                 "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(80000, 400), ["stock", "streamshard"],
+                 shape="join", stock_records=n(4000, 400), note="Stock runs 4,000 of the records (at ~200 records/s). The join and the count run on the parallel path. Parallel Consumer has no "
                  "tables: not run."),
         Scenario("window", "Slow step then a windowed count: 5 ms call → to(output) and windowedBy().count(), "
                  "4 partitions, 10,000 uniform keys, 64 workers", "sleep:5000", 4, 10000, "uniform", 64,
-                 n(20000, 400), ["stock", "streamshard"], shape="window",
-                 note="The windowed count is the task's serial region (in dequeue order, one record at a time); "
+                 n(80000, 400), ["stock", "streamshard"], shape="window", stock_records=n(4000, 400),
+                 note="Stock runs 4,000 of the records. The windowed count is the task's serial region (in dequeue order, one record at a time); "
                  "Parallel Consumer has no windows: not run."),
         Scenario("cpu", "CPU-bound: ~200 µs CPU per record, 1 partition, 10,000 uniform keys, 2 workers",
                  "cpu:200", 1, 10000, "uniform", 2, n(100000, 1000),
@@ -156,6 +157,7 @@ class Sampler(threading.Thread):
 
 
 def run_one(s, engine, workers, out_dir, quick):
+    records = s.stock_records if engine.startswith("stock") and s.stock_records else s.records
     run = f"bench-{s.name}-{engine}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
     counts = run + "-counts" if (s.counts or s.shape != "copy") and engine != "pc" else None
@@ -169,7 +171,7 @@ def run_one(s, engine, workers, out_dir, quick):
     if counts:
         load("create", "--topic", counts, "--partitions", s.partitions)
     state = os.path.join(out_dir, "logs", run + ".state.json")
-    load("produce", "--topic", inp, "--records", s.records, "--keys", s.keys, "--dist", s.dist, "--payload",
+    load("produce", "--topic", inp, "--records", records, "--keys", s.keys, "--dist", s.dist, "--payload",
          s.payload, "--seed", 42, "--state", state)
 
     logf = open(os.path.join(out_dir, "logs", run + ".log"), "w")
@@ -178,18 +180,18 @@ def run_one(s, engine, workers, out_dir, quick):
                            stderr=subprocess.STDOUT, start_new_session=True)
     sampler = Sampler(app.pid)
     sampler.start()
-    result = {"scenario": s.name, "engine": engine, "workers": workers, "records": s.records,
+    result = {"scenario": s.name, "engine": engine, "workers": workers, "records": records,
               "partitions": s.partitions, "guarantee": s.guarantee}
     try:
         # Generous: stock at 5 ms per record with one thread needs records * 5 ms.
-        timeout = 120 + s.records * 0.012 + commit_ms(s, quick) / 1000
+        timeout = 120 + records * 0.012 + commit_ms(s, quick) / 1000
         _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", int(timeout), check=False)
         if rc != 0 or app.poll() is not None:
             raise RuntimeError(f"{engine} did not consume {inp} (wait rc={rc}, app rc={app.poll()}); see {logf.name}")
         backlog_s = time.time() - started
         # A paced tail at half the rate the app reached (startup included, so below capacity) for
         # the end-to-end latency: the backlog's records only measure queueing.
-        rate = max(10, int(0.5 * s.records / backlog_s))
+        rate = max(10, int(0.5 * records / backlog_s))
         tail = max(20, int(rate * (1 if quick else 4)))
         tail_from_us = int(time.time() * 1e6)
         load("produce", "--topic", inp, "--records", tail, "--keys", s.keys, "--dist", s.dist, "--payload",

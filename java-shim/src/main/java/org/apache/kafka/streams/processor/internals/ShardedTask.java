@@ -2,6 +2,8 @@ package org.apache.kafka.streams.processor.internals;
 
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.runtime.InlinePolicy;
+import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
 import java.util.ArrayList;
@@ -11,7 +13,6 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -35,17 +36,6 @@ import org.apache.kafka.streams.processor.api.Record;
  * of the scheduler is a drain of both regions.
  */
 public final class ShardedTask {
-    /** How the task runs its next record; decided once per record, on the StreamThread. */
-    enum Mode {
-        /** Records go to the shard scheduler's workers. */
-        WORKERS,
-        /** Records run on the StreamThread, whole (cheap records: StreamShardConfig.INLINE_BELOW_US). */
-        INLINE
-    }
-
-    /** Records timed before a task may switch between workers and its StreamThread. */
-    static final int INLINE_SAMPLES = 256;
-
     final StreamShardInstances.Instance instance;
     final StreamTask task;
     final Classification classification;
@@ -53,30 +43,19 @@ public final class ShardedTask {
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
     private final Map<TopicPartition, Integer> partitions = new HashMap<>();
-    private final long inlineBelowNanos;
+    /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
+    private final InlinePolicy inline;
     private final int maxBacklog;
+    /** The ordered hand-back into the serial region; null if the task has none. */
+    private final SerialRegion serialRegion;
     private ShardExecutor.ShardTask shard;
-    private Mode mode = Mode.WORKERS;
-
-    /** Moving average of the per-record run time, ns (-1: none yet); updated racily by workers. */
-    private volatile long avgNanos = -1;
-    /** Records timed since the last switch. */
-    private volatile int timed;
-
-    // The serial region. `tail` and `appended` belong to the StreamThread; `head` and `retired`
-    // to whichever thread holds the runner (`wip` > 0 taken from 0).
-    private Ticket tail = new Ticket(this, null, null, null, null, 0, 0);
-    private volatile Ticket head = tail;
-    private long appended;
-    private volatile long retired;
-    private final AtomicInteger wip = new AtomicInteger();
 
     ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification) {
         this.instance = instance;
         this.task = task;
         this.classification = classification;
         this.context = task.processorContext;
-        this.inlineBelowNanos = instance.config.inlineBelowNanos();
+        this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
         this.maxBacklog = instance.config.maxInflightPerTask();
         if (classification.mode() == Classification.Mode.SPLIT) {
             Set<String> names = classification.serialNodes();
@@ -87,8 +66,10 @@ public final class ShardedTask {
                 }
             }
             serialNodes = nodes;
+            serialRegion = new SerialRegion();
         } else {
             serialNodes = null;
+            serialRegion = null;
         }
     }
 
@@ -112,14 +93,12 @@ public final class ShardedTask {
                 record.partition(), record.topic(), record.headers(), record.rawKey(), record.rawValue());
         Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
                 task.streamTime());
-        if (nextMode() == Mode.INLINE) {
+        if (runInline()) {
             t.runWhole();
             return true;
         }
-        if (serialNodes != null) {
-            tail.next = t;
-            tail = t;
-            appended++;
+        if (serialRegion != null) {
+            serialRegion.append(t);
         }
         int partition = partitions.computeIfAbsent(info.partition(), k -> partitions.size());
         long deadline = 0;
@@ -137,39 +116,22 @@ public final class ShardedTask {
     }
 
     /**
-     * The mode for this record. While the task's records take less than
-     * {@code streamshard.inline.below.us} each, the hand-off to a worker costs more than it gives.
-     * Switching to the StreamThread first drains the task (both regions), so records of one key
-     * never overlap and the serial region stays in order; switching back needs no wait.
+     * Whether this record runs on the StreamThread. Going there first drains the task (both
+     * regions), so records of one key never overlap and the serial region stays in order; going
+     * back needs no wait, because a record run inline has finished when doProcess returns.
      */
-    private Mode nextMode() {
-        if (inlineBelowNanos <= 0) {
-            return mode;
-        }
-        long avg = avgNanos;
-        if (mode == Mode.INLINE) {
-            // Back at once: a slow record run inline holds up the StreamThread, and this switch
-            // needs no wait. (One slow record lifts the moving average above the mark.)
-            if (avg > 2 * inlineBelowNanos) {
-                mode = Mode.WORKERS;
-                timed = 0;
-                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
-                        + "each", task.id(), avg / 1000.0);
+    private boolean runInline() {
+        switch (inline.next()) {
+            case TO_INLINE -> {
+                drain();
+                StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
+                        + "below {}", task.id(), inline.averageNanos() / 1000.0, StreamShardConfig.INLINE_BELOW_US);
             }
-        } else if (timed >= INLINE_SAMPLES && avg < inlineBelowNanos) {
-            drain();
-            mode = Mode.INLINE;
-            timed = 0;
-            StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
-                    + "below {}", task.id(), avg / 1000.0, StreamShardConfig.INLINE_BELOW_US);
+            case TO_WORKERS -> StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers "
+                    + "again: {} µs each", task.id(), inline.averageNanos() / 1000.0);
+            case STAY -> { }
         }
-        return mode;
-    }
-
-    private void timed(long nanos) {
-        long a = avgNanos;
-        avgNanos = a < 0 ? nanos : a + ((nanos - a) >> 4);
-        timed++;
+        return inline.inline();
     }
 
     /** StreamTask.isProcessable exit: a task at its cap (scheduler or serial backlog) is not processable. */
@@ -181,41 +143,12 @@ public final class ShardedTask {
         if (shard.failure() != null) {
             return true;
         }
-        return shard.hasCapacity() && (serialNodes == null || appended - retired < maxBacklog);
+        return shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog);
     }
 
     /** Whether a forward from a worker into {@code child} must be parked for the serial region. Any thread. */
     boolean serial(ProcessorNode<?, ?, ?, ?> child) {
         return serialNodes != null && serialNodes.contains(child);
-    }
-
-    // ---------------------------------------------------------------- the serial runner (any thread)
-
-    /**
-     * Called by a worker after it finished a ticket's parallel part: runs the serial parts of
-     * every finished ticket from the head on, unless another thread holds the runner, which then
-     * sees this call (wip) and goes round once more. A failure in the serial region leaves wip
-     * taken, so the serial region stops there (the task has failed; nothing after it runs).
-     */
-    private void advanceSerial() {
-        if (wip.getAndIncrement() != 0) {
-            return;
-        }
-        int missed = 1;
-        while (true) {
-            Ticket h = head;
-            Ticket n;
-            while ((n = h.next) != null && n.done) {
-                n.runSerialPart();
-                h = n;
-                head = n;
-                retired++;
-            }
-            missed = wip.addAndGet(-missed);
-            if (missed == 0) {
-                return;
-            }
-        }
     }
 
     // ---------------------------------------------------------------- barriers
@@ -243,9 +176,9 @@ public final class ShardedTask {
             rethrowFailure(shard);
             throw e;
         }
-        if (serialNodes != null && head != tail) {
+        if (serialRegion != null && !serialRegion.empty()) {
             throw new IllegalStateException("streamshard: task " + task.id() + " drained with "
-                    + (appended - retired) + " records still before its serial region");
+                    + serialRegion.backlog() + " records still before its serial region");
         }
     }
 
@@ -260,12 +193,10 @@ public final class ShardedTask {
         ShardExecutor.ShardTask s = shard;
         shard = null;
         s.close(dropQueued);
-        // Whatever was dropped never reaches the serial region; start it afresh.
-        Ticket fresh = new Ticket(this, null, null, null, null, 0, 0);
-        tail = fresh;
-        head = fresh;
-        retired = appended;
-        wip.set(0);
+        if (serialRegion != null) {
+            // Whatever was dropped never reaches the serial region; start it afresh.
+            serialRegion.reset();
+        }
     }
 
     /** Rethrows a worker's failure unchanged where possible, so the stock error path runs. */
@@ -293,7 +224,7 @@ public final class ShardedTask {
      * StreamThread; its parallel part runs on one worker (or the StreamThread, inline); its
      * serial part on the runner.
      */
-    public static final class Ticket implements Runnable {
+    public static final class Ticket extends SerialRegion.Entry implements Runnable {
         private final ShardedTask owner;
         private final SourceNode<Object, Object> source;
         private final Object key;
@@ -302,11 +233,7 @@ public final class ShardedTask {
         private final long wallClockTime;
         /** The task's stream time when the StreamThread dequeued the record. */
         final long streamTime;
-        /** Next ticket in dequeue order (serial region only). */
-        volatile Ticket next;
-        /** The parallel part finished; {@link #parked} is complete. */
-        volatile boolean done;
-        /** Written by the worker running the parallel part, read by the runner after {@link #done}. */
+        /** Written by the worker running the parallel part, read by the runner after it finished. */
         private ArrayList<Parked> parked;
 
         Ticket(ShardedTask owner, SourceNode<Object, Object> source, Object key, Object value,
@@ -328,9 +255,8 @@ public final class ShardedTask {
         @Override
         public void run() {
             runParallelPart(this);
-            if (owner.serialNodes != null) {
-                done = true;
-                owner.advanceSerial();
+            if (owner.serialRegion != null) {
+                owner.serialRegion.finished(this);
             }
         }
 
@@ -340,7 +266,7 @@ public final class ShardedTask {
         }
 
         private void runParallelPart(Ticket parkOn) {
-            boolean timing = owner.inlineBelowNanos > 0;
+            boolean timing = owner.inline.timing();
             long started = timing ? System.nanoTime() : 0;
             StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
                     streamTime, parkOn));
@@ -349,7 +275,7 @@ public final class ShardedTask {
             } finally {
                 StreamShardFrames.pop();
                 if (timing) {
-                    owner.timed(System.nanoTime() - started);
+                    owner.inline.timed(System.nanoTime() - started);
                 }
             }
         }
@@ -373,7 +299,8 @@ public final class ShardedTask {
         }
 
         /** On the runner: what stock's forwardInternal would have done for each parked forward. */
-        void runSerialPart() {
+        @Override
+        protected void runSerialPart() {
             ArrayList<Parked> p = parked;
             parked = null;
             if (p == null) {
