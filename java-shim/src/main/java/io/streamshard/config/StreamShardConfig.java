@@ -55,9 +55,11 @@ public final class StreamShardConfig extends AbstractConfig {
                     "serial: records with a null key run one at a time, in order, per task. "
                             + "unordered: they run in any order, any number at once.")
             .define(PARALLEL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
-                    "Names of Processor API processors the user declares thread-safe and writing "
-                            + "state only under the record's key. Tasks with any other PAPI "
-                            + "processor stay serial.")
+                    "Processor API processors the user declares thread-safe and writing state only "
+                            + "under the record's key, by node name (e.g. KSTREAM-PROCESSVALUES-0000000003 "
+                            + "or a Named name) or by processor class name (e.g. com.example.Enricher). "
+                            + "Any other PAPI processor, and everything below it, runs in the task's "
+                            + "ordered serial region.")
             .define(INLINE_BELOW_US, Type.INT, 10, Range.between(0, 1_000_000), Importance.LOW,
                     "A parallel task whose records take less than this many microseconds each "
                             + "(a moving average) runs them on its StreamThread instead, one at a "
