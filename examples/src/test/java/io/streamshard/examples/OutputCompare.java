@@ -146,8 +146,15 @@ final class OutputCompare {
         }
         if (!keys.isEmpty()) {
             String k = keys.get(0);
-            problems.add(keys.size() + " keys with a different value sequence, e.g. " + k + ": stock " + x.get(k)
-                    + ", streamshard " + y.get(k));
+            List<String> xs = x.getOrDefault(k, List.of());
+            List<String> ys = y.getOrDefault(k, List.of());
+            int i = 0;
+            while (i < xs.size() && i < ys.size() && Objects.equals(xs.get(i), ys.get(i))) {
+                i++;
+            }
+            problems.add(keys.size() + " keys with a different value sequence, e.g. " + k + " (" + xs.size() + "/"
+                    + ys.size() + " values) from value " + i + ": stock " + window(xs, i) + ", streamshard "
+                    + window(ys, i));
         }
     }
 
@@ -165,6 +172,10 @@ final class OutputCompare {
                     .map(k -> k + ": stock " + x.get(k) + ", streamshard " + y.get(k)).toList();
             problems.add(keys.size() + " keys with a different last value, e.g. " + eg);
         }
+    }
+
+    private static List<String> window(List<String> values, int from) {
+        return values.subList(Math.min(from, values.size()), Math.min(from + 3, values.size()));
     }
 
     static Map<String, String> lastPerKey(List<Rec> recs) {
