@@ -62,8 +62,8 @@ final class CoverageCatalog {
     static final Serde<String> S = Serdes.String();
     static final Serde<Long> L = Serdes.Long();
     static final int PARTITIONS = 4;
-    /** Sleep of the slow steps. */
-    static final int SLOW_MS = 2;
+    /** Sleep of the slow steps (ms); the crash test's child JVM sleeps longer so that its kill lands mid-stream. */
+    static final int SLOW_MS = Integer.getInteger("matrix.slow.ms", 2);
 
     /** Topic names and per-run state handed to a topology: inputs shared by both runs, outputs per run. */
     static final class Names {

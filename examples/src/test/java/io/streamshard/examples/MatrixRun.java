@@ -98,51 +98,10 @@ final class MatrixRun {
             }
         }
 
-        /**
-         * Waits until the group has committed every partition of {@code inputs} and of its own
-         * internal topics (repartition, FK subscription/response) up to the end, and the end
-         * offsets of {@code outputs} did not move for two polls after that.
-         */
         void awaitDone(String bootstrap, Collection<String> inputs, Collection<String> outputs, Duration timeout)
                 throws Exception {
-            Properties p = new Properties();
-            p.put("bootstrap.servers", bootstrap);
-            long deadline = System.nanoTime() + timeout.toNanos();
-            Map<TopicPartition, Long> lastOutputs = null;
-            int stable = 0;
-            String progress = "";
-            try (Admin admin = Admin.create(p)) {
-                while (System.nanoTime() < deadline) {
-                    checkHealthy();
-                    Map<TopicPartition, OffsetAndMetadata> committed =
-                            admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
-                    List<String> sources = new ArrayList<>(inputs);
-                    for (String t : admin.listTopics().names().get()) {
-                        if (t.startsWith(appId + "-") && !t.endsWith("-changelog")) {
-                            sources.add(t);
-                        }
-                    }
-                    Map<TopicPartition, Long> ends = endOffsets(admin, sources);
-                    long behind = 0;
-                    for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
-                        OffsetAndMetadata c = committed.get(e.getKey());
-                        behind += e.getValue() - (c == null ? 0 : c.offset());
-                    }
-                    Map<TopicPartition, Long> outs = endOffsets(admin, outputs);
-                    if (behind == 0 && outs.equals(lastOutputs)) {
-                        if (++stable >= 2) {
-                            doneAt = System.nanoTime();
-                            return;
-                        }
-                    } else {
-                        stable = 0;
-                    }
-                    lastOutputs = outs;
-                    progress = behind + " records behind over " + sources;
-                    Thread.sleep(250);
-                }
-            }
-            throw new AssertionError(appId + " did not finish within " + timeout + ": " + progress);
+            MatrixRun.awaitDone(bootstrap, appId, inputs, outputs, timeout, this::checkHealthy);
+            doneAt = System.nanoTime();
         }
 
         Snapshot snapshot(List<StoreRef> stores, Violations violations) {
@@ -204,6 +163,60 @@ final class MatrixRun {
         public void close() {
             streams.close(Duration.ofSeconds(60));
         }
+    }
+
+    /**
+     * Waits until group {@code appId} has committed every partition of {@code inputs} and of its
+     * own internal topics (repartition, FK subscription/response) up to the end, and the end
+     * offsets of {@code outputs} did not move for two polls (250 ms apart) after that;
+     * {@code check} may throw.
+     */
+    static void awaitDone(String bootstrap, String appId, Collection<String> inputs, Collection<String> outputs,
+            Duration timeout, Runnable check) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Map<TopicPartition, Long> lastOutputs = null;
+        int stable = 0;
+        String progress = "";
+        try (Admin admin = Admin.create(p)) {
+            while (System.nanoTime() < deadline) {
+                check.run();
+                Map<TopicPartition, OffsetAndMetadata> committed =
+                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+                List<String> sources = new ArrayList<>(inputs);
+                for (String t : admin.listTopics().names().get()) {
+                    if (t.startsWith(appId + "-") && !t.endsWith("-changelog")) {
+                        sources.add(t);
+                    }
+                }
+                Map<TopicPartition, Long> ends = endOffsets(admin, sources);
+                long behind = 0;
+                for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
+                    OffsetAndMetadata c = committed.get(e.getKey());
+                    behind += e.getValue() - (c == null ? 0 : c.offset());
+                }
+                Map<TopicPartition, Long> outs = endOffsets(admin, outputs);
+                if (behind == 0 && outs.equals(lastOutputs)) {
+                    if (++stable >= 2) {
+                        return;
+                    }
+                } else {
+                    stable = 0;
+                }
+                lastOutputs = outs;
+                progress = behind + " records behind over " + sources;
+                Thread.sleep(250);
+            }
+        }
+        throw new AssertionError(appId + " did not finish within " + timeout + ": " + progress);
+    }
+
+    /** Offsets {@code group} has committed, summed over the partitions of {@code topics}. */
+    static long committed(Admin admin, String group, Collection<String> topics) throws Exception {
+        return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().entrySet().stream()
+                .filter(e -> topics.contains(e.getKey().topic()) && e.getValue() != null)
+                .mapToLong(e -> e.getValue().offset()).sum();
     }
 
     static Map<TopicPartition, Long> endOffsets(Admin admin, Collection<String> topics) throws Exception {
