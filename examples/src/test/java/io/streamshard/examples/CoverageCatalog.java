@@ -70,6 +70,17 @@ final class CoverageCatalog {
         final String inSuffix;
         final String outSuffix;
         final Violations violations;
+        /** Records the slow steps ran on streamshard worker threads, and on any other thread. */
+        final java.util.concurrent.atomic.AtomicLong slowOnWorkers = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong slowElsewhere = new java.util.concurrent.atomic.AtomicLong();
+
+        /** The slow step: sleeps, notes the thread kind. */
+        String slowly(String v) {
+            Probe.sleep(SLOW_MS);
+            (Thread.currentThread().getName().startsWith("streamshard-worker-") ? slowOnWorkers : slowElsewhere)
+                    .incrementAndGet();
+            return v;
+        }
 
         Names(String inSuffix, String outSuffix, Violations violations) {
             this.inSuffix = inSuffix;
@@ -197,11 +208,8 @@ final class CoverageCatalog {
 
     // ------------------------------------------------------------------------------ helpers
 
-    static KStream<String, String> slow(KStream<String, String> s, String name) {
-        return s.mapValues(v -> {
-            Probe.sleep(SLOW_MS);
-            return v;
-        }, Named.as(name));
+    static KStream<String, String> slow(Names n, KStream<String, String> s, String name) {
+        return s.mapValues(n::slowly, Named.as(name));
     }
 
     static KStream<String, String> stream(StreamsBuilder b, Names n, String topic) {
@@ -366,7 +374,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> tiers = table(b, n, "c01-tiers", "c01-tiers-store");
-                    KStream<String, String> joined = slow(stream(b, n, "c01-orders"), "c01-slow")
+                    KStream<String, String> joined = slow(n, stream(b, n, "c01-orders"), "c01-slow")
                             .leftJoin(tiers, (v, t) -> v + "|tier=" + t, Joined.with(S, S, S).withName("c01-join"));
                     joined.to(n.out("c01-joined"), produced("c01-joined"));
                     joined.groupByKey(Grouped.with(S, S))
@@ -394,7 +402,7 @@ final class CoverageCatalog {
                             Consumed.with(S, S).withName("c02-regions-src"),
                             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c02-regions-store")
                                     .withKeySerde(S).withValueSerde(S));
-                    slow(stream(b, n, "c02-orders"), "c02-slow")
+                    slow(n, stream(b, n, "c02-orders"), "c02-slow")
                             .join(regions, (k, v) -> "r" + (Feeds.n(v) % 40), (v, r) -> v + "|region=" + r,
                                     Named.as("c02-join"))
                             .to(n.out("c02-out"), produced("c02-out"));
@@ -412,10 +420,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> left = table(b, n, "c03-left", "c03-left-store")
-                            .mapValues(v -> {
-                                Probe.sleep(SLOW_MS);
-                                return v;
-                            }, Named.as("c03-slow"));
+                            .mapValues(n::slowly, Named.as("c03-slow"));
                     KTable<String, String> right = table(b, n, "c03-right", "c03-right-store");
                     left.join(right, (l, r) -> l + "|" + r, Named.as("c03-join"),
                                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c03-join-store")
@@ -436,7 +441,7 @@ final class CoverageCatalog {
                         .jitter(i -> i % 97 == 0 ? 2500 : i % 13 == 0 ? 250 : 0).flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    KTable<Windowed<String>, Long> counts = slow(stream(b, n, "c04-orders"), "c04-slow")
+                    KTable<Windowed<String>, Long> counts = slow(n, stream(b, n, "c04-orders"), "c04-slow")
                             .groupByKey(Grouped.with(S, S))
                             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(1), Duration.ofMillis(300)))
                             .count(Named.as("c04-count"),
@@ -466,7 +471,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     KStream<String, String> right = stream(b, n, "c05-right");
-                    slow(stream(b, n, "c05-left"), "c05-slow")
+                    slow(n, stream(b, n, "c05-left"), "c05-slow")
                             .leftJoin(right, (l, r) -> l + "|" + r,
                                     JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(200), Duration.ofMillis(100)),
                                     StreamJoined.with(S, S, S).withName("c05-join").withStoreName("c05-join-store"))
@@ -483,7 +488,7 @@ final class CoverageCatalog {
                 .feed(Feed.of("c06-orders", 2400, 150).jitter(i -> i % 11 == 0 ? 150 : 0).flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    slow(stream(b, n, "c06-orders"), "c06-slow")
+                    slow(n, stream(b, n, "c06-orders"), "c06-slow")
                             .groupByKey(Grouped.with(S, S))
                             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(400),
                                     Duration.ofMillis(100)))
@@ -507,7 +512,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("c07-counts"), S, L));
-                    slow(stream(b, n, "c07-orders"), "c07-slow")
+                    slow(n, stream(b, n, "c07-orders"), "c07-slow")
                             .process(() -> new PunctuatingCounter(n.violations), Named.as("c07-punct"), "c07-counts")
                             .split(Named.as("c07-split-"))
                             .branch((k, v) -> v.startsWith("p:"), Branched.withConsumer(
@@ -528,7 +533,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("c08-totals"), S, L));
-                    slow(stream(b, n, "c08-orders"), "c08-slow")
+                    slow(n, stream(b, n, "c08-orders"), "c08-slow")
                             .process(GlobalSequencer::new, Named.as("c08-seq"), "c08-totals")
                             .mapValues(v -> v + "|after", Named.as("c08-after"))
                             .to(n.out("c08-out"), produced("c08-out"));
@@ -546,7 +551,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("c09-sums"), S, S));
-                    slow(stream(b, n, "c09-orders"), "c09-slow")
+                    slow(n, stream(b, n, "c09-orders"), "c09-slow")
                             .process(KeyedSum::new, Named.as("c09-sum"), "c09-sums")
                             .to(n.out("c09-out"), produced("c09-out"));
                     return b.build();
@@ -566,10 +571,7 @@ final class CoverageCatalog {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> products = table(b, n, "c10-products", "c10-products-store");
                     table(b, n, "c10-orders", "c10-orders-store")
-                            .mapValues(v -> {
-                                Probe.sleep(SLOW_MS);
-                                return v;
-                            }, Named.as("c10-slow"))
+                            .mapValues(n::slowly, Named.as("c10-slow"))
                             .join(products, v -> "p" + (Feeds.n(v) % 60), (o, p) -> o + "|" + p,
                                     TableJoined.as("c10-fk"),
                                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c10-fk-store")
@@ -589,7 +591,7 @@ final class CoverageCatalog {
                 .feed(Feed.of("c11-profiles", 800, 250).timestamps(5, 30))
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    slow(stream(b, n, "c11-orders"), "c11-slow")
+                    slow(n, stream(b, n, "c11-orders"), "c11-slow")
                             .groupBy((k, v) -> "g" + Math.floorMod(k.hashCode(), 37), Grouped.with("c11-regroup", S, S))
                             .count(Named.as("c11-count"),
                                     Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("c11-count-store")
@@ -616,7 +618,7 @@ final class CoverageCatalog {
                 .feed(Feed.of("c12-orders", 2400, 200).jitter(i -> i % 17 == 0 ? 120 : 0).flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    slow(stream(b, n, "c12-orders"), "c12-slow")
+                    slow(n, stream(b, n, "c12-orders"), "c12-slow")
                             .split(Named.as("c12-split-"))
                             .branch((k, v) -> Feeds.n(v) % 2 == 0, Branched.withConsumer(s -> s
                                     .groupByKey(Grouped.with(S, S))
@@ -646,7 +648,7 @@ final class CoverageCatalog {
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> tiers = table(b, n, "c13-tiers", "c13-tiers-store");
-                    KStream<String, String> orders = slow(stream(b, n, "c13-orders"), "c13-slow");
+                    KStream<String, String> orders = slow(n, stream(b, n, "c13-orders"), "c13-slow");
                     orders.leftJoin(tiers, (v, t) -> v + "|tier=" + t, Joined.with(S, S, S).withName("c13-join"))
                             .to(n.out("c13-joined"), produced("c13-joined"));
                     orders.process(TierAuditor::new, Named.as("c13-audit"), "c13-tiers-store")

@@ -51,6 +51,8 @@ class CoverageMatrixIT {
         TopologyDescription description;
         Snapshot stock;
         Snapshot shard;
+        Names stockNames;
+        Names shardNames;
         final Map<String, List<Rec>> stockOut = new LinkedHashMap<>();
         final Map<String, List<Rec>> shardOut = new LinkedHashMap<>();
         Throwable failed;
@@ -114,6 +116,18 @@ class CoverageMatrixIT {
                     assertThat(r.stock.violations()).as("stock").isEmpty();
                     assertThat(r.shard.violations()).as("streamshard").isEmpty();
                 }),
+                dynamicTest(slowParallel(c) ? "the slow step ran on streamshard workers"
+                        : "the slow step is in the serial region (its thread is not checked)", () -> {
+                    r.require();
+                    assertThat(r.stockNames.slowOnWorkers.get()).as("stock: slow step on workers").isZero();
+                    long workers = r.shardNames.slowOnWorkers.get();
+                    long elsewhere = r.shardNames.slowElsewhere.get();
+                    if (slowParallel(c)) {
+                        // Records too cheap for a worker run on the StreamThread; these sleep.
+                        assertThat(workers).as("streamshard: slow step records on workers (%d elsewhere)", elsewhere)
+                                .isGreaterThan(elsewhere);
+                    }
+                }),
                 dynamicTest("StreamShard.active in the streamshard run only", () -> {
                     r.require();
                     assertThat(r.stock.active()).as("stock run active").isFalse();
@@ -169,11 +183,18 @@ class CoverageMatrixIT {
                 })));
     }
 
+    /** Whether the case declares its slow step parallel. */
+    private static boolean slowParallel(Case c) {
+        return c.rules().stream().anyMatch(rule -> rule.parallel() && rule.name().endsWith("-slow"));
+    }
+
     private static void run(Result r) throws Exception {
         Case c = r.c;
         String suffix = Inputs.suffix(c.id());
         Names stockNames = new Names(suffix, "-stock", new Violations());
         Names shardNames = new Names(suffix, "-ss", new Violations());
+        r.stockNames = stockNames;
+        r.shardNames = shardNames;
         List<String> topics = new ArrayList<>();
         c.feeds().forEach(f -> topics.add(f.name() + suffix));
         for (Out o : c.outputs()) {
@@ -196,8 +217,11 @@ class CoverageMatrixIT {
         List<String> shardOutputs = c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
         long t0 = System.nanoTime();
         try (App stock = new App(stockTopology, ps); App shard = new App(shardTopology, pss)) {
-            stock.awaitDone(BOOTSTRAP, c.groupInputs(suffix), stockOutputs, RUN_TIMEOUT);
-            shard.awaitDone(BOOTSTRAP, c.groupInputs(suffix), shardOutputs, RUN_TIMEOUT);
+            MatrixRun.Completion stockDone = stock.completion(c.groupInputs(suffix), stockOutputs);
+            MatrixRun.Completion shardDone = shard.completion(c.groupInputs(suffix), shardOutputs);
+            MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(stockDone, shardDone));
+            stock.done(stockDone);
+            shard.done(shardDone);
             r.stock = stock.snapshot(c.stores(), stockNames.violations);
             r.shard = shard.snapshot(c.stores(), shardNames.violations);
         }
@@ -205,8 +229,9 @@ class CoverageMatrixIT {
             r.stockOut.put(o.name(), OutputCompare.read(BOOTSTRAP, stockNames.out(o.name()), o.longValues()));
             r.shardOut.put(o.name(), OutputCompare.read(BOOTSTRAP, shardNames.out(o.name()), o.longValues()));
         }
-        System.out.printf("matrix %s: stock %d ms, streamshard %d ms, %d s in all; outputs %s; explain %s%n", c.id(),
-                r.stock.millis(), r.shard.millis(), (System.nanoTime() - t0) / 1_000_000_000L,
+        System.out.printf("matrix %s: stock %d ms, streamshard %d ms (slow step %d on workers, %d elsewhere), %d s in "
+                + "all; outputs %s; explain %s%n", c.id(), r.stock.millis(), r.shard.millis(),
+                shardNames.slowOnWorkers.get(), shardNames.slowElsewhere.get(), (System.nanoTime() - t0) / 1_000_000_000L,
                 r.stockOut.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().size() + "/"
                         + r.shardOut.get(e.getKey()).size()).collect(Collectors.joining(", ")),
                 r.shard.explain());

@@ -100,8 +100,18 @@ final class MatrixRun {
 
         void awaitDone(String bootstrap, Collection<String> inputs, Collection<String> outputs, Duration timeout)
                 throws Exception {
-            MatrixRun.awaitDone(bootstrap, appId, inputs, outputs, timeout, this::checkHealthy);
-            doneAt = System.nanoTime();
+            Completion c = completion(inputs, outputs);
+            awaitAll(bootstrap, timeout, List.of(c));
+            doneAt = c.doneAt;
+        }
+
+        /** For {@link #awaitAll}; {@link #done} takes its time afterwards. */
+        Completion completion(Collection<String> inputs, Collection<String> outputs) {
+            return new Completion(appId, inputs, outputs, this::checkHealthy);
+        }
+
+        void done(Completion c) {
+            doneAt = c.doneAt;
         }
 
         Snapshot snapshot(List<StoreRef> stores, Violations violations) {
@@ -166,50 +176,85 @@ final class MatrixRun {
     }
 
     /**
-     * Waits until group {@code appId} has committed every partition of {@code inputs} and of its
-     * own internal topics (repartition, FK subscription/response) up to the end, and the end
-     * offsets of {@code outputs} did not move for two polls (250 ms apart) after that;
-     * {@code check} may throw.
+     * Whether group {@code appId} is done: it has committed every partition of {@code inputs}
+     * and of its own internal topics (repartition, FK subscription/response) up to the end, and
+     * the end offsets of {@code outputs} did not move for two polls after that.
      */
-    static void awaitDone(String bootstrap, String appId, Collection<String> inputs, Collection<String> outputs,
-            Duration timeout, Runnable check) throws Exception {
+    static final class Completion {
+        final String appId;
+        final Collection<String> inputs;
+        final Collection<String> outputs;
+        final Runnable check;
+        private Map<TopicPartition, Long> lastOutputs;
+        private int stable;
+        String progress = "not polled";
+        long doneAt;
+
+        Completion(String appId, Collection<String> inputs, Collection<String> outputs, Runnable check) {
+            this.appId = appId;
+            this.inputs = inputs;
+            this.outputs = outputs;
+            this.check = check;
+        }
+
+        boolean poll(Admin admin) throws Exception {
+            if (doneAt != 0) {
+                return true;
+            }
+            check.run();
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                    admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+            List<String> sources = new ArrayList<>(inputs);
+            for (String t : admin.listTopics().names().get()) {
+                if (t.startsWith(appId + "-") && !t.endsWith("-changelog")) {
+                    sources.add(t);
+                }
+            }
+            Map<TopicPartition, Long> ends = endOffsets(admin, sources);
+            long behind = 0;
+            for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
+                OffsetAndMetadata c = committed.get(e.getKey());
+                behind += e.getValue() - (c == null ? 0 : c.offset());
+            }
+            Map<TopicPartition, Long> outs = endOffsets(admin, outputs);
+            if (behind == 0 && outs.equals(lastOutputs)) {
+                stable++;
+            } else {
+                stable = 0;
+            }
+            lastOutputs = outs;
+            progress = appId + ": " + behind + " records behind over " + sources;
+            if (stable >= 2) {
+                doneAt = System.nanoTime();
+            }
+            return doneAt != 0;
+        }
+    }
+
+    /** Polls every 250 ms until all are done. */
+    static void awaitAll(String bootstrap, Duration timeout, List<Completion> all) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         long deadline = System.nanoTime() + timeout.toNanos();
-        Map<TopicPartition, Long> lastOutputs = null;
-        int stable = 0;
-        String progress = "";
         try (Admin admin = Admin.create(p)) {
             while (System.nanoTime() < deadline) {
-                check.run();
-                Map<TopicPartition, OffsetAndMetadata> committed =
-                        admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
-                List<String> sources = new ArrayList<>(inputs);
-                for (String t : admin.listTopics().names().get()) {
-                    if (t.startsWith(appId + "-") && !t.endsWith("-changelog")) {
-                        sources.add(t);
-                    }
+                boolean done = true;
+                for (Completion c : all) {
+                    done &= c.poll(admin);
                 }
-                Map<TopicPartition, Long> ends = endOffsets(admin, sources);
-                long behind = 0;
-                for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
-                    OffsetAndMetadata c = committed.get(e.getKey());
-                    behind += e.getValue() - (c == null ? 0 : c.offset());
+                if (done) {
+                    return;
                 }
-                Map<TopicPartition, Long> outs = endOffsets(admin, outputs);
-                if (behind == 0 && outs.equals(lastOutputs)) {
-                    if (++stable >= 2) {
-                        return;
-                    }
-                } else {
-                    stable = 0;
-                }
-                lastOutputs = outs;
-                progress = behind + " records behind over " + sources;
                 Thread.sleep(250);
             }
         }
-        throw new AssertionError(appId + " did not finish within " + timeout + ": " + progress);
+        throw new AssertionError("not finished within " + timeout + ": " + all.stream().filter(c -> c.doneAt == 0)
+                .map(c -> c.progress).toList());
+    }
+
+    static void awaitDone(String bootstrap, String appId, Collection<String> inputs, Collection<String> outputs,
+            Duration timeout, Runnable check) throws Exception {
+        awaitAll(bootstrap, timeout, List.of(new Completion(appId, inputs, outputs, check)));
     }
 
     /** Offsets {@code group} has committed, summed over the partitions of {@code topics}. */

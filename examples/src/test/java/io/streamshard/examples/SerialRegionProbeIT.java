@@ -145,8 +145,9 @@ class SerialRegionProbeIT {
         Snapshot shard;
         try (App stock = new App(topology(input, stockOut, stockProbe, stockSeen), ps);
                 App ss = new App(topology(input, shardOut, shardProbe, shardSeen), pss)) {
-            stock.awaitDone(BOOTSTRAP, List.of(input), List.of(stockOut), Duration.ofMinutes(3));
-            ss.awaitDone(BOOTSTRAP, List.of(input), List.of(shardOut), Duration.ofMinutes(3));
+            MatrixRun.Completion stockDone = stock.completion(List.of(input), List.of(stockOut));
+            MatrixRun.Completion shardDone = ss.completion(List.of(input), List.of(shardOut));
+            MatrixRun.awaitAll(BOOTSTRAP, Duration.ofMinutes(3), List.of(stockDone, shardDone));
             stock.snapshot(List.of(), stockSeen.violations);
             shard = ss.snapshot(List.of(), shardSeen.violations);
         }
