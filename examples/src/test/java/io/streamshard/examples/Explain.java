@@ -1,8 +1,6 @@
 package io.streamshard.examples;
 
 import io.streamshard.StreamShard;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -27,27 +25,8 @@ final class Explain {
     static final String SERIAL_REGION = "serial region: ";
     static final String MIXED = "parallel, serial region: ";
 
-    /**
-     * {@code StreamShard.explainNodes(streams)}, called reflectively so that these tests compile
-     * (and their output comparisons run) against a build that does not have it yet.
-     *
-     * @throws UnsupportedOperationException if this build has no explainNodes
-     */
-    @SuppressWarnings("unchecked")
     static Map<String, Map<String, String>> nodes(KafkaStreams streams) {
-        Method m;
-        try {
-            m = StreamShard.class.getMethod("explainNodes", KafkaStreams.class);
-        } catch (NoSuchMethodException e) {
-            throw new UnsupportedOperationException("StreamShard.explainNodes(KafkaStreams) does not exist in this build");
-        }
-        try {
-            return (Map<String, Map<String, String>>) m.invoke(null, streams);
-        } catch (InvocationTargetException e) {
-            throw new IllegalStateException("explainNodes threw", e.getCause());
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
-        }
+        return StreamShard.explainNodes(streams);
     }
 
     /** An expectation: the node {@code name} (or every processor whose name starts with it) is parallel or serial. */
