@@ -23,7 +23,8 @@ public final class CatalogApp {
         Case c = CoverageCatalog.byId(args[4]);
         Names names = new Names(args[2], args[3], new MatrixRun.Violations());
         Properties p = MatrixRun.config(bootstrap, appId, true);
-        p.put("streamshard.workers", "16");
+        p.put("streamshard.workers", System.getProperty("streamshard.it.workers", "16"));
+        p.put("streamshard.max.inflight.per.task", System.getProperty("streamshard.it.max.inflight.per.task", "1000"));
         String stateDir = System.getProperty("streamshard.it.state.dir");
         if (stateDir != null) {
             p.put("state.dir", stateDir);

@@ -30,8 +30,15 @@ import org.junit.jupiter.api.Test;
  */
 class EosSerialRegionIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
-    /** The child's slow step: slow enough that the kill lands while records are in flight. */
+    /**
+     * The child's slow step and workers: slow enough (4 workers at 8 ms: ~500 records/s, about five
+     * seconds of input) that the kill lands while records are in flight. A commit drains what the
+     * task has handed out, so the child's per-task cap is small: with the default (1,000) the whole
+     * input is in flight at once and the first commit after the table comes only at the end.
+     */
     private static final int CHILD_SLOW_MS = 8;
+    private static final int CHILD_WORKERS = 4;
+    private static final int CHILD_MAX_INFLIGHT_PER_TASK = 40;
 
     @Test
     void windowedCountWithSuppressSurvivesACrashExactly() throws Exception {
@@ -69,6 +76,8 @@ class EosSerialRegionIT {
         cmd.add("-Dstreamshard.it.eos=true");
         cmd.add("-Dstreamshard.it.state.dir=" + stateDir);
         cmd.add("-Dmatrix.slow.ms=" + CHILD_SLOW_MS);
+        cmd.add("-Dstreamshard.it.workers=" + CHILD_WORKERS);
+        cmd.add("-Dstreamshard.it.max.inflight.per.task=" + CHILD_MAX_INFLIGHT_PER_TASK);
         cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
         cmd.add("-Dorg.slf4j.simpleLogger.log.io.streamshard=info");
         cmd.add("-cp");

@@ -131,6 +131,10 @@ public final class NodeClassifier {
             return new Classification(decided, roots, Classification.Mode.PARALLEL, null);
         }
         if (!anyParallelBeyondSources) {
+            // The whole task runs stock: its sources too.
+            decided.replaceAll((n, d) -> d.parallel()
+                    ? new NodeDecision(Region.SERIAL, "the task runs stock: nothing but its sources would run parallel")
+                    : d);
             return new Classification(decided, roots, Classification.Mode.STOCK,
                     "nothing but the sources would run parallel (" + firstReason + ")");
         }

@@ -160,6 +160,7 @@ class TopologyInspectorTest {
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.STOCK);
         assertThat(c.summary()).startsWith("serial: nothing but the sources would run parallel").contains("window store");
+        assertThat(c.nodes()).allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isFalse());
     }
 
     @Test
