@@ -74,12 +74,25 @@ final class CoverageCatalog {
         final java.util.concurrent.atomic.AtomicLong slowOnWorkers = new java.util.concurrent.atomic.AtomicLong();
         final java.util.concurrent.atomic.AtomicLong slowElsewhere = new java.util.concurrent.atomic.AtomicLong();
 
+        /** When the slow step started first and ended last (nanoTime): its rate, without start-up. */
+        final java.util.concurrent.atomic.AtomicLong firstSlowAt = new java.util.concurrent.atomic.AtomicLong();
+        final java.util.concurrent.atomic.AtomicLong lastSlowAt = new java.util.concurrent.atomic.AtomicLong();
+
         /** The slow step: sleeps, notes the thread kind. */
         String slowly(String v) {
+            firstSlowAt.compareAndSet(0, System.nanoTime());
             Probe.sleep(SLOW_MS);
             (Thread.currentThread().getName().startsWith("streamshard-worker-") ? slowOnWorkers : slowElsewhere)
                     .incrementAndGet();
+            lastSlowAt.accumulateAndGet(System.nanoTime(), Math::max);
             return v;
+        }
+
+        /** Slow-step calls per second from the first call's start to the last call's end. */
+        double slowRate() {
+            long n = slowOnWorkers.get() + slowElsewhere.get();
+            long span = lastSlowAt.get() - firstSlowAt.get();
+            return span <= 0 ? 0 : n * 1e9 / span;
         }
 
         Names(String inSuffix, String outSuffix, Violations violations) {

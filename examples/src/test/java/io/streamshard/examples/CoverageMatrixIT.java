@@ -188,6 +188,9 @@ class CoverageMatrixIT {
         return c.rules().stream().anyMatch(rule -> rule.parallel() && rule.name().endsWith("-slow"));
     }
 
+    /** {@code -Dmatrix.sequential=true}: stock first, then streamshard, instead of both at once. */
+    private static final boolean SEQUENTIAL = Boolean.getBoolean("matrix.sequential");
+
     private static void run(Result r) throws Exception {
         Case c = r.c;
         String suffix = Inputs.suffix(c.id());
@@ -216,21 +219,39 @@ class CoverageMatrixIT {
         List<String> stockOutputs = c.outputs().stream().map(o -> stockNames.out(o.name())).toList();
         List<String> shardOutputs = c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
         long t0 = System.nanoTime();
-        try (App stock = new App(stockTopology, ps); App shard = new App(shardTopology, pss)) {
-            MatrixRun.Completion stockDone = stock.completion(c.groupInputs(suffix), stockOutputs);
-            MatrixRun.Completion shardDone = shard.completion(c.groupInputs(suffix), shardOutputs);
-            MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(stockDone, shardDone));
-            stock.done(stockDone);
-            shard.done(shardDone);
-            r.stock = stock.snapshot(c.stores(), stockNames.violations);
-            r.shard = shard.snapshot(c.stores(), shardNames.violations);
+        if (SEQUENTIAL) {
+            // One after the other, so their times compare (docs/benchmarks.md, coverage table).
+            try (App stock = new App(stockTopology, ps)) {
+                MatrixRun.Completion stockDone = stock.completion(c.groupInputs(suffix), stockOutputs);
+                MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(stockDone));
+                stock.done(stockDone);
+                r.stock = stock.snapshot(c.stores(), stockNames.violations);
+            }
+            try (App shard = new App(shardTopology, pss)) {
+                MatrixRun.Completion shardDone = shard.completion(c.groupInputs(suffix), shardOutputs);
+                MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(shardDone));
+                shard.done(shardDone);
+                r.shard = shard.snapshot(c.stores(), shardNames.violations);
+            }
+        } else {
+            try (App stock = new App(stockTopology, ps); App shard = new App(shardTopology, pss)) {
+                MatrixRun.Completion stockDone = stock.completion(c.groupInputs(suffix), stockOutputs);
+                MatrixRun.Completion shardDone = shard.completion(c.groupInputs(suffix), shardOutputs);
+                MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(stockDone, shardDone));
+                stock.done(stockDone);
+                shard.done(shardDone);
+                r.stock = stock.snapshot(c.stores(), stockNames.violations);
+                r.shard = shard.snapshot(c.stores(), shardNames.violations);
+            }
         }
         for (Out o : c.outputs()) {
             r.stockOut.put(o.name(), OutputCompare.read(BOOTSTRAP, stockNames.out(o.name()), o.longValues()));
             r.shardOut.put(o.name(), OutputCompare.read(BOOTSTRAP, shardNames.out(o.name()), o.longValues()));
         }
-        System.out.printf("matrix %s: stock %d ms, streamshard %d ms (slow step %d on workers, %d elsewhere), %d s in "
-                + "all; outputs %s; explain %s%n", c.id(), r.stock.millis(), r.shard.millis(),
+        System.out.printf("matrix %s: slow step %.0f/s stock, %.0f/s streamshard (%.1fx); stock %d ms, streamshard %d "
+                + "ms (slow step %d on workers, %d elsewhere), %d s in all; outputs %s; explain %s%n", c.id(),
+                stockNames.slowRate(), shardNames.slowRate(), shardNames.slowRate() / Math.max(1e-9,
+                        stockNames.slowRate()), r.stock.millis(), r.shard.millis(),
                 shardNames.slowOnWorkers.get(), shardNames.slowElsewhere.get(), (System.nanoTime() - t0) / 1_000_000_000L,
                 r.stockOut.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().size() + "/"
                         + r.shardOut.get(e.getKey()).size()).collect(Collectors.joining(", ")),

@@ -71,7 +71,7 @@ final class MatrixRun {
         // depends on timing even stock; without the throttle they come out by stream time alone.
         p.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
         p.put("streamshard.enabled", Boolean.toString(streamshard));
-        p.put("streamshard.workers", "16");
+        p.put("streamshard.workers", System.getProperty("matrix.workers", "16"));
         return p;
     }
 
