@@ -198,14 +198,7 @@ class CoverageMatrixIT {
         Names shardNames = new Names(suffix, "-ss", new Violations());
         r.stockNames = stockNames;
         r.shardNames = shardNames;
-        List<String> topics = new ArrayList<>();
-        c.feeds().forEach(f -> topics.add(f.name() + suffix));
-        for (Out o : c.outputs()) {
-            topics.add(stockNames.out(o.name()));
-            topics.add(shardNames.out(o.name()));
-        }
-        OrderProducer.createTopics(BOOTSTRAP, CoverageCatalog.PARTITIONS, topics);
-        Feeds.produceAll(BOOTSTRAP, c.feeds(), suffix, Feeds.base(), CoverageCatalog.PARTITIONS);
+        MatrixRun.prepare(BOOTSTRAP, c, suffix, stockNames, shardNames);
 
         Topology stockTopology = c.topology().apply(stockNames);
         Topology shardTopology = c.topology().apply(shardNames);

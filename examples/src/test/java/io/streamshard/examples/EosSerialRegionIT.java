@@ -94,14 +94,7 @@ class EosSerialRegionIT {
         String suffix = Inputs.suffix("eos" + c.id());
         Names stockNames = new Names(suffix, "-stock", new MatrixRun.Violations());
         Names shardNames = new Names(suffix, "-ss", new MatrixRun.Violations());
-        List<String> topics = new ArrayList<>();
-        c.feeds().forEach(f -> topics.add(f.name() + suffix));
-        for (Out o : c.outputs()) {
-            topics.add(stockNames.out(o.name()));
-            topics.add(shardNames.out(o.name()));
-        }
-        OrderProducer.createTopics(BOOTSTRAP, CoverageCatalog.PARTITIONS, topics);
-        Feeds.produceAll(BOOTSTRAP, c.feeds(), suffix, Feeds.base(), CoverageCatalog.PARTITIONS);
+        MatrixRun.prepare(BOOTSTRAP, c, suffix, stockNames, shardNames);
         List<String> inputs = c.groupInputs(suffix);
         long inputRecords;
         Properties admin = new Properties();

@@ -57,6 +57,19 @@ final class MatrixRun {
             Map<String, Map<String, String>> explainNodes, String explainNodesMissing,
             Map<String, Map<String, String>> stores, List<String> violations, long millis) {}
 
+    /** Creates a case's input and output topics (both runs') and produces its feeds. */
+    static void prepare(String bootstrap, CoverageCatalog.Case c, String suffix, CoverageCatalog.Names stock,
+            CoverageCatalog.Names shard) throws Exception {
+        List<String> topics = new ArrayList<>();
+        c.feeds().forEach(f -> topics.add(f.name() + suffix));
+        for (CoverageCatalog.Out o : c.outputs()) {
+            topics.add(stock.out(o.name()));
+            topics.add(shard.out(o.name()));
+        }
+        OrderProducer.createTopics(bootstrap, CoverageCatalog.PARTITIONS, topics);
+        Feeds.produceAll(bootstrap, c.feeds(), suffix, Feeds.base(), CoverageCatalog.PARTITIONS);
+    }
+
     /** The settings both runs share; {@code streamshard=false} makes the instance fully stock. */
     static Properties config(String bootstrap, String appId, boolean streamshard) throws Exception {
         Properties p = EnrichmentApp.config(bootstrap, appId);

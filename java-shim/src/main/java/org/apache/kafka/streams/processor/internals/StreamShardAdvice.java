@@ -7,8 +7,8 @@ import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * The agent's advice. Each piece is inlined into a Kafka Streams method and only hands off to
- * {@link StreamShardInstances}, {@link ShardedTask} or {@link StreamShardFrames}. The agent installs all of them or,
- * if any target does not match this Kafka Streams version, none.
+ * {@link StreamShardInstances}, {@link ShardedTask} or {@link StreamShardFrames}. The agent
+ * installs all of them or, if any target does not match this Kafka Streams version, none.
  */
 public final class StreamShardAdvice {
     private StreamShardAdvice() {}
@@ -90,10 +90,7 @@ public final class StreamShardAdvice {
     public static final class Quiesce {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            ShardedTask s = StreamShardInstances.task(task);
-            if (s != null) {
-                s.drain();
-            }
+            StreamShardInstances.drain(task);
         }
     }
 
@@ -101,9 +98,8 @@ public final class StreamShardAdvice {
     public static final class PunctuateSystemTime {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            ShardedTask s = StreamShardInstances.task(task);
-            if (s != null && task.canPunctuateSystemTime()) {
-                s.drain();
+            if (task.canPunctuateSystemTime()) {
+                StreamShardInstances.drain(task);
             }
         }
     }
@@ -115,9 +111,8 @@ public final class StreamShardAdvice {
     public static final class PunctuateStreamTime {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            ShardedTask s = StreamShardInstances.task(task);
-            if (s != null && task.canPunctuateStreamTime()) {
-                s.drain();
+            if (task.canPunctuateStreamTime()) {
+                StreamShardInstances.drain(task);
             }
         }
     }

@@ -56,6 +56,14 @@ public final class StreamShardInstances {
         return TASKS.get(task);
     }
 
+    /** Drains the task (both regions) if streamshard runs it: suspend, punctuation. */
+    public static void drain(StreamTask task) {
+        ShardedTask s = TASKS.get(task);
+        if (s != null) {
+            s.drain();
+        }
+    }
+
     // ---------------------------------------------------------------- instances
 
     /** KafkaStreams constructor exit. */
