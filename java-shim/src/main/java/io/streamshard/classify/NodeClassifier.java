@@ -68,9 +68,10 @@ public final class NodeClassifier {
      * @param nodes every node of the task (sources, processors, sinks) in topology order
      * @param stores the task's state stores (global stores are not among them)
      * @param optedIn node names and processor class names the user declared parallel-safe
+     * @param forcedSerial node names and processor class names the user wants serial (wins over optedIn)
      */
     public static Classification classify(Collection<NodeInfo> nodes, Collection<StoreInfo> stores,
-            Collection<String> optedIn) {
+            Collection<String> optedIn, Collection<String> forcedSerial) {
         Map<String, NodeInfo> byName = new LinkedHashMap<>();
         nodes.forEach(n -> byName.put(n.name(), n));
         Map<String, StoreInfo> storeByName = new HashMap<>();
@@ -85,7 +86,8 @@ public final class NodeClassifier {
         String keyMismatch = keyFormatProblem(nodes);
         Map<String, NodeDecision> decided = new LinkedHashMap<>();
         for (NodeInfo n : nodes) {
-            String why = ownVerdict(n, storeByName, optedIn);
+            String why = named(n, forcedSerial) ? "listed in streamshard.serial.processors"
+                    : ownVerdict(n, storeByName, optedIn);
             if (why == null && keyMismatch != null && coPartitionedJoin(n)) {
                 why = keyMismatch;
             }
@@ -183,15 +185,12 @@ public final class NodeClassifier {
         if (n.kind() != NodeInfo.Kind.PROCESSOR) {
             return null;
         }
-        if (optedIn.contains(n.name())) {
+        if (named(n, optedIn)) {
             return null;
         }
         String c = n.processorClass();
         if (c == null) {
             return "no processor to inspect";
-        }
-        if (optedIn.contains(c) || optedIn.contains(c.replace('$', '.'))) {
-            return null;
         }
         if (c.startsWith(DSL + "foreignkeyjoin.")) {
             return "foreign-key join (state under the foreign key, not the record's key)";
@@ -221,6 +220,12 @@ public final class NodeClassifier {
                 + (c.startsWith(DSL) ? ""
                         : "; list it in streamshard.parallel.processors if it is thread-safe and writes state "
                                 + "only under the record's key");
+    }
+
+    /** Whether {@code names} lists the node by name or its processor by class name ($ or . for nested). */
+    private static boolean named(NodeInfo n, Collection<String> names) {
+        String c = n.processorClass();
+        return names.contains(n.name()) || c != null && (names.contains(c) || names.contains(c.replace('$', '.')));
     }
 
     private static String storeReason(StoreInfo s) {

@@ -27,6 +27,7 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String DRAIN_TIMEOUT_MS = "streamshard.drain.timeout.ms";
     public static final String NULL_KEY_ORDERING = "streamshard.null.key.ordering";
     public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
+    public static final String SERIAL_PROCESSORS = "streamshard.serial.processors";
     public static final String INLINE_BELOW_US = "streamshard.inline.below.us";
 
     /** Kafka Streams' own key whose value the drain timeout must stay under. */
@@ -60,6 +61,11 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "or a Named name) or by processor class name (e.g. com.example.Enricher). "
                             + "Any other PAPI processor, and everything below it, runs in the task's "
                             + "ordered serial region.")
+            .define(SERIAL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
+                    "Nodes that must run in the task's ordered serial region even though "
+                            + "streamshard would run them parallel (a DSL lambda that keeps state across "
+                            + "records, say), by node name or processor class name; everything below "
+                            + "them is serial too. Wins over " + "streamshard.parallel.processors.")
             .define(INLINE_BELOW_US, Type.INT, 10, Range.between(0, 1_000_000), Importance.LOW,
                     "A parallel task whose records take less than this many microseconds each "
                             + "(a moving average) runs them on its StreamThread instead, one at a "
@@ -142,6 +148,10 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public List<String> parallelProcessors() {
         return getList(PARALLEL_PROCESSORS);
+    }
+
+    public List<String> serialProcessors() {
+        return getList(SERIAL_PROCESSORS);
     }
 
     /** {@link #INLINE_BELOW_US} in nanoseconds; 0 if records always go to the workers. */

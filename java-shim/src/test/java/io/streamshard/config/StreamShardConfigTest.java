@@ -75,6 +75,13 @@ class StreamShardConfigTest {
                 .drainTimeoutMs()).isEqualTo(10_000);
     }
 
+    /** The README's configuration table is exactly what the definitions say. */
+    @Test
+    void readmeTableIsTheGeneratedOne() throws Exception {
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+        assertThat(readme).contains(StreamShardConfig.toMarkdown().strip());
+    }
+
     @Test
     void documentationListsEveryKey() {
         String md = StreamShardConfig.toMarkdown();

@@ -173,7 +173,7 @@ public final class StreamShardInstances {
             return;
         }
         Classification c = TopologyInspector.classify(task.topology, instance.config.parallelProcessors(),
-                instance.defaultKeySerde);
+                instance.config.serialProcessors(), instance.defaultKeySerde);
         String id = task.id().toString();
         instance.decisions.put(id, c);
         if (instance.logged.add(task.id().subtopology())) {

@@ -31,8 +31,8 @@ public final class TopologyInspector {
      * @param defaultKeySerde the application's {@code default.key.serde} class name, or null
      */
     public static Classification classify(ProcessorTopology topology, Collection<String> optedIn,
-            String defaultKeySerde) {
-        return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn);
+            Collection<String> forcedSerial, String defaultKeySerde) {
+        return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn, forcedSerial);
     }
 
     static List<NodeInfo> nodes(ProcessorTopology topology, String defaultKeySerde) {

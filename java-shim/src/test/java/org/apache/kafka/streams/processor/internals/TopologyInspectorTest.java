@@ -44,6 +44,11 @@ class TopologyInspectorTest {
 
     /** Builds sub-topology {@code id} the way a task gets it (caching off, as the agent sets it). */
     static Classification classify(Topology topology, int id, boolean caching, String... optedIn) throws Exception {
+        return classify(topology, id, caching, List.of(optedIn), List.of());
+    }
+
+    static Classification classify(Topology topology, int id, boolean caching, List<String> optedIn,
+            List<String> serial) throws Exception {
         Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
         f.setAccessible(true);
         InternalTopologyBuilder builder = (InternalTopologyBuilder) f.get(topology);
@@ -54,7 +59,7 @@ class TopologyInspectorTest {
             p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         }
         builder.rewriteTopology(new StreamsConfig(p));
-        return TopologyInspector.classify(builder.buildSubtopology(id), List.of(optedIn), null);
+        return TopologyInspector.classify(builder.buildSubtopology(id), optedIn, serial, null);
     }
 
     static Classification classify(Topology topology, int id, String... optedIn) throws Exception {
@@ -150,6 +155,26 @@ class TopologyInspectorTest {
         assertThat(classify(t, 0, Unknown.class.getName()).mode()).isEqualTo(Mode.PARALLEL);
         assertThat(classify(t, 0, "unknown").mode()).isEqualTo(Mode.PARALLEL);
         assertThat(classify(t, 0, "com.example.Other").mode()).isEqualTo(Mode.SPLIT);
+    }
+
+    @Test
+    void aNodeListedSerialIsSerialWithEverythingBelowIt() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(),
+                Serdes.String()));
+        slowStep(b).mapValues(v -> v, Named.as("stateful-lambda")).process(Unknown::new, Named.as("unknown"), "kv")
+                .to("out", Produced.as("sink"));
+        Topology t = b.build();
+        Classification c = classify(t, 0, false, List.of("unknown"), List.of("stateful-lambda"));
+        assertThat(c.nodes().get("slow").parallel()).isTrue();
+        assertThat(c.nodes().get("stateful-lambda").reason()).isEqualTo("listed in streamshard.serial.processors");
+        assertThat(c.nodes().get("unknown").reason()).isEqualTo("below serial node stateful-lambda");
+        assertThat(c.nodes().get("sink").parallel()).isFalse();
+        // By class name, and over an opt-in.
+        Classification byClass = classify(t, 0, false, List.of(Unknown.class.getName()),
+                List.of(Unknown.class.getName()));
+        assertThat(byClass.nodes().get("unknown").reason()).isEqualTo("listed in streamshard.serial.processors");
+        assertThat(byClass.nodes().get("stateful-lambda").parallel()).isTrue();
     }
 
     @Test
