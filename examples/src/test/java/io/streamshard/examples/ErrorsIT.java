@@ -14,15 +14,21 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.ContextualProcessor;
+import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A record that throws in a parallel task goes through the app's processing-exception handler as
- * it would in stock, whether it ran on a worker or, being cheap, on the StreamThread through
- * streamshard's path ({@code inline}: {@code streamshard.inline.below.us} set so high that every
- * task moves to its StreamThread after its first 256 records; otherwise 0, always workers).
+ * it would in stock, wherever it ran: on a worker ({@code workers}); being cheap, on the
+ * StreamThread through streamshard's path ({@code inline}: {@code streamshard.inline.below.us} set
+ * so high that every task moves to its StreamThread after its first 256 records; otherwise 0,
+ * always workers); or in the task's serial region ({@code serial}: the throwing node is an unknown
+ * Processor API processor below the parallel {@code mapValues}, run by whichever worker holds the
+ * serial runner).
  */
 class ErrorsIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
@@ -49,55 +55,69 @@ class ErrorsIT {
         Inputs.produce(BOOTSTRAP, 1, i -> new ProducerRecord<>(t[0], "k99", "poison"));
     }
 
-    private KafkaStreams app(String[] t, boolean continueOnError, boolean inline) throws Exception {
+    /** Throws on the poison record, else forwards the value doubled. */
+    private String check(String v) {
+        if (v.equals("poison")) {
+            poisonThread.set(Thread.currentThread().getName());
+            throw new IllegalArgumentException("poison record");
+        }
+        return Integer.toString(Integer.parseInt(v) * 2);
+    }
+
+    private KafkaStreams app(String[] t, boolean continueOnError, String where) throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()))
-                .mapValues(v -> {
-                    if (v.equals("poison")) {
-                        poisonThread.set(Thread.currentThread().getName());
-                        throw new IllegalArgumentException("poison record");
+        var in = b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()));
+        var checked = !where.equals("serial") ? in.mapValues(this::check)
+                : in.mapValues(v -> v).process(() -> new ContextualProcessor<String, String, String, String>() {
+                    @Override
+                    public void process(Record<String, String> r) {
+                        context().forward(r.withValue(check(r.value())));
                     }
-                    return Integer.toString(Integer.parseInt(v) * 2);
-                })
-                .to(t[1], Produced.with(Serdes.String(), Serdes.String()));
+                }, Named.as("serial-check"));
+        checked.to(t[1], Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, t[2]);
         p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
-        p.put("streamshard.inline.below.us", inline ? "1000000" : "0");
+        p.put("streamshard.inline.below.us", where.equals("inline") ? "1000000" : "0");
         if (continueOnError) {
             p.put("processing.exception.handler", LogAndContinueProcessingExceptionHandler.class.getName());
         }
         return new KafkaStreams(b.build(), p);
     }
 
-    private void assertRanWhereExpected(boolean inline) {
+    private void assertRanWhereExpected(String where) {
         assertThat(poisonThread.get()).as("thread that ran the poison record")
-                .contains(inline ? "-StreamThread-" : "streamshard-worker-");
+                .contains(where.equals("inline") ? "-StreamThread-" : "streamshard-worker-");
     }
 
-    @ParameterizedTest(name = "inline={0}")
-    @ValueSource(booleans = {false, true})
-    void logAndContinueSkipsThePoisonRecordAndGoesOn(boolean inline) throws Exception {
+    private static String expectedExplain(String where) {
+        return where.equals("serial") ? "parallel, serial region: serial-check" : "parallel";
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"workers", "inline", "serial"})
+    void logAndContinueSkipsThePoisonRecordAndGoesOn(String where) throws Exception {
         String[] t = topics("continue");
-        try (KafkaStreams streams = app(t, true, inline)) {
+        try (KafkaStreams streams = app(t, true, where)) {
             streams.start();
             poisonLast(t);
             Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS, Duration.ofMinutes(2),
                     () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
-            assertThat(StreamShard.explain(streams)).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+            assertThat(StreamShard.explain(streams)).allSatisfy((task, d) ->
+                    assertThat(d).isEqualTo(expectedExplain(where)));
         }
-        assertRanWhereExpected(inline);
+        assertRanWhereExpected(where);
         assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer())).hasSize(RECORDS - 1);
     }
 
-    @ParameterizedTest(name = "inline={0}")
-    @ValueSource(booleans = {false, true})
-    void logAndFailFailsTheStreamThreadAsStockDoes(boolean inline) throws Exception {
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"workers", "inline", "serial"})
+    void logAndFailFailsTheStreamThreadAsStockDoes(String where) throws Exception {
         String[] t = topics("fail");
         Throwable root;
-        try (KafkaStreams streams = app(t, false, inline)) {
+        try (KafkaStreams streams = app(t, false, where)) {
             root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> poisonLast(t), () -> { });
         }
-        assertRanWhereExpected(inline);
+        assertRanWhereExpected(where);
         boolean found = Inputs.causedBy(root,
                 c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
         assertThat(found).as("the poison record's exception is in the cause chain of %s", root).isTrue();

@@ -71,7 +71,7 @@ class InlineIT {
         assertThat(Demo.readAll(BOOTSTRAP, output, new StringDeserializer())).hasSize(TOTAL);
         assertThat(probe.ranOn).as("records per phase and thread").satisfies(m -> {
             // Every task starts on the workers, moves to its StreamThread once 256 records were
-            // cheap, back to the workers once 256 were slow, and to the StreamThread again.
+            // cheap, back to the workers at the first slow one, and to the StreamThread again.
             assertThat(probe.ran("A:worker")).isPositive();
             assertThat(probe.ran("A:StreamThread")).isPositive();
             assertThat(probe.ran("B:worker")).isPositive();

@@ -25,11 +25,25 @@ final class Inputs {
             throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
+        // One request in flight and no retries reordering it: the topic gets the send order, and
+        // nothing waits for each record's acknowledgement.
+        p.put("max.in.flight.requests.per.connection", 1);
+        p.put("enable.idempotence", false);
+        p.put("linger.ms", 5);
+        AtomicReference<Exception> failed = new AtomicReference<>();
         try (KafkaProducer<String, String> producer =
                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int i = 0; i < records; i++) {
-                producer.send(record.apply(i)).get();
+                producer.send(record.apply(i), (md, e) -> {
+                    if (e != null) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
             }
+            producer.flush();
+        }
+        if (failed.get() != null) {
+            throw failed.get();
         }
     }
 
