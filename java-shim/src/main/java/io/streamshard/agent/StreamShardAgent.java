@@ -60,7 +60,7 @@ public final class StreamShardAgent {
             new Hook(STREAM_TASK, "prepareCommit", List.of("boolean"), ADVICE + "PrepareCommit", List.of()),
             new Hook(STREAM_TASK, "suspend", List.of(), ADVICE + "Quiesce", List.of()),
             new Hook(STREAM_TASK, "maybePunctuateSystemTime", List.of(), ADVICE + "PunctuateSystemTime",
-                    List.of()),
+                    List.of("time", "systemTimePunctuationQueue", "commitNeeded")),
             new Hook(STREAM_TASK, "closeClean", List.of(), ADVICE + "CloseClean", List.of()),
             new Hook(STREAM_TASK, "prepareRecycle", List.of(), ADVICE + "CloseClean", List.of()),
             new Hook(STREAM_TASK, "closeDirty", List.of(), ADVICE + "CloseDirty", List.of()),

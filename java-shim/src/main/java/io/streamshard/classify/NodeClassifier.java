@@ -45,9 +45,7 @@ public final class NodeClassifier {
             Map.entry("KStreamSlidingWindowAggregate", "sliding-window aggregation (window store, observed stream time)"),
             Map.entry("KStreamSessionWindowAggregate", "session-window aggregation (session store, observed stream time)"));
 
-    /** Joins that read a store written from another source of the same task, under the same key bytes. */
-    private static final Set<String> CO_PARTITIONED_JOINS = Set.of("KStreamKTableJoinProcessor", "KTableKTableInnerJoin",
-            "KTableKTableLeftJoin", "KTableKTableOuterJoin", "KTableKTableRightJoin", "KTableKTableJoinMerger");
+    private static final String SERIALIZATION = "org.apache.kafka.common.serialization.";
 
     /** Key formats whose bytes depend only on the key (no schema id or other per-topic prefix). */
     private static final Set<String> STABLE_KEY_FORMATS;
@@ -56,8 +54,7 @@ public final class NodeClassifier {
         Set<String> formats = new java.util.HashSet<>();
         for (String t : List.of("String", "Long", "Integer", "Short", "Double", "Float", "UUID", "ByteArray", "Bytes",
                 "ByteBuffer", "Boolean", "Void")) {
-            formats.add("org.apache.kafka.common.serialization." + t + "Deserializer");
-            formats.add("org.apache.kafka.common.serialization.Serdes$" + t + "Serde");
+            formats.add(SERIALIZATION + t + "Deserializer");
         }
         STABLE_KEY_FORMATS = Set.copyOf(formats);
     }
@@ -83,13 +80,15 @@ public final class NodeClassifier {
             }
         }
 
-        String keyMismatch = keyFormatProblem(nodes);
+        Map<String, String> keyProblems = keyFormatProblems(nodes, byName);
         Map<String, NodeDecision> decided = new LinkedHashMap<>();
         for (NodeInfo n : nodes) {
             String why = named(n, forcedSerial) ? "listed in streamshard.serial.processors"
                     : ownVerdict(n, storeByName, optedIn);
-            if (why == null && keyMismatch != null && coPartitionedJoin(n)) {
-                why = keyMismatch;
+            for (String store : n.stores()) {
+                if (why == null) {
+                    why = keyProblems.get(store);
+                }
             }
             decided.put(n.name(), why == null ? new NodeDecision(Region.PARALLEL, null)
                     : new NodeDecision(Region.SERIAL, why));
@@ -144,33 +143,63 @@ public final class NodeClassifier {
     }
 
     /**
-     * streamshard orders records by their key bytes, so a join that reads a store written from
-     * another source of the task is ordered with that store's writes only if both sources encode
-     * equal keys to equal bytes: the same deserializer, of a kind without per-topic prefixes
-     * (a schema-registry serde writes a schema id per topic). Null if that holds.
+     * streamshard orders records by their key bytes. A store that records of several inputs reach
+     * (a stream-table join's table, a cogroup's or a merge's aggregate) is read and written in the
+     * right order for a key only if those inputs encode equal keys to equal bytes: the same
+     * deserializer, of a kind without per-topic prefixes (a schema-registry serde writes a schema
+     * id per topic). Per store that fails this, why; a store reached from one input is always fine.
      */
-    static String keyFormatProblem(Collection<NodeInfo> nodes) {
-        Set<String> formats = new java.util.TreeSet<>();
-        for (NodeInfo n : nodes) {
-            if (n.kind() == NodeInfo.Kind.SOURCE) {
-                formats.add(String.valueOf(n.keyFormat()));
+    static Map<String, String> keyFormatProblems(Collection<NodeInfo> nodes, Map<String, NodeInfo> byName) {
+        Map<String, java.util.Set<String>> reachedBy = new HashMap<>();
+        for (NodeInfo source : nodes) {
+            if (source.kind() != NodeInfo.Kind.SOURCE) {
+                continue;
+            }
+            java.util.ArrayDeque<String> todo = new java.util.ArrayDeque<>(List.of(source.name()));
+            while (!todo.isEmpty()) {
+                String n = todo.poll();
+                if (reachedBy.computeIfAbsent(n, k -> new java.util.HashSet<>()).add(source.name())) {
+                    NodeInfo info = byName.get(n);
+                    if (info != null) {
+                        todo.addAll(info.children());
+                    }
+                }
             }
         }
-        if (formats.size() == 1 && STABLE_KEY_FORMATS.contains(formats.iterator().next())) {
-            return null;
+        Map<String, java.util.Set<String>> storeSources = new HashMap<>();
+        for (NodeInfo n : nodes) {
+            for (String store : n.stores()) {
+                storeSources.computeIfAbsent(store, k -> new java.util.TreeSet<>())
+                        .addAll(reachedBy.getOrDefault(n.name(), java.util.Set.of()));
+            }
         }
-        return "join whose inputs may encode equal keys to different bytes (key formats " + String.join(", ", formats)
-                + "); streamshard orders records by key bytes";
+        Map<String, String> problems = new HashMap<>();
+        storeSources.forEach((store, sources) -> {
+            if (sources.size() < 2) {
+                return;
+            }
+            java.util.Set<String> formats = new java.util.TreeSet<>();
+            sources.forEach(src -> formats.add(normalized(byName.get(src).keyFormat())));
+            if (formats.size() != 1 || !STABLE_KEY_FORMATS.contains(formats.iterator().next())) {
+                problems.put(store, "inputs " + String.join(", ", sources) + " share store " + store
+                        + " with key formats that may encode equal keys to different bytes ("
+                        + String.join(", ", formats) + "); streamshard orders records by key bytes");
+            }
+        });
+        return problems;
     }
 
-    private static boolean coPartitionedJoin(NodeInfo n) {
-        String c = n.processorClass();
-        if (c == null || !c.startsWith(DSL) || n.stores().isEmpty()) {
-            return false; // a GlobalKTable join reads a global store: no task store
+    /** A serde's class name as the deserializer it stands for (Serdes$StringSerde → StringDeserializer). */
+    public static String normalized(String keyFormat) {
+        if (keyFormat == null) {
+            return "unknown";
         }
-        String simple = c.substring(DSL.length());
-        int dollar = simple.indexOf('$');
-        return CO_PARTITIONED_JOINS.contains(dollar < 0 ? simple : simple.substring(0, dollar));
+        String serdes = SERIALIZATION + "Serdes$";
+        if (keyFormat.startsWith(serdes) && keyFormat.endsWith("Serde")) {
+            return SERIALIZATION + keyFormat.substring(serdes.length(), keyFormat.length() - "Serde".length())
+                    + "Deserializer";
+        }
+        return keyFormat;
     }
 
     /** Null if the node is parallel-safe by itself, else why not. */

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.apache.kafka.streams.processor.api.Record;
 
 /**
@@ -83,10 +84,35 @@ public final class ShardedTask {
 
     // ---------------------------------------------------------------- the record path
 
-    /** StreamTask.doProcess entry: true if the record was taken (the stock body is then skipped). */
+    /**
+     * StreamTask.doProcess entry: true if the record was taken (the stock body is then skipped).
+     * Throws only {@code StreamsException}s (a worker's own, or streamshard's wrapped): for any
+     * other RuntimeException StreamTask.process asks the context for its current node, which the
+     * skipped body never set.
+     */
     public boolean submit(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
+        try {
+            return handOver(record, info, wallClockTime);
+        } catch (ShardTaskFailedException e) {
+            // A worker failed after the check above: its own exception, as the drain does.
+            rethrowFailure(shard);
+            throw new StreamsException(e.getMessage(), e, task.id());
+        } catch (StreamsException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new StreamsException("streamshard: task " + task.id() + ": " + e.getMessage(), e, task.id());
+        }
+    }
+
+    private boolean handOver(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
         ShardExecutor.ShardTask shard = shard();
-        rethrowFailure(shard);
+        if (shard.failure() != null) {
+            // Rethrown only once none of the task's records runs: the stock failure path (under
+            // exactly-once, handleCorruption commits the thread's other tasks) must not race with
+            // this task's workers still sending.
+            drain();
+            rethrowFailure(shard);
+        }
         @SuppressWarnings("unchecked")
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
         ProcessorRecordContext recordContext = new ProcessorRecordContext(record.timestamp, record.offset(),
@@ -190,9 +216,10 @@ public final class ShardedTask {
     }
 
     private void closeShard(boolean dropQueued) {
-        ShardExecutor.ShardTask s = shard;
+        // Forgotten only once closed: if the close times out (Kafka Streams may swallow that and
+        // go on), the next suspend or close still finds the task and waits for its workers again.
+        shard.close(dropQueued);
         shard = null;
-        s.close(dropQueued);
         if (serialRegion != null) {
             // Whatever was dropped never reaches the serial region; start it afresh.
             serialRegion.reset();
@@ -235,6 +262,13 @@ public final class ShardedTask {
         final long streamTime;
         /** Written by the worker running the parallel part, read by the runner after it finished. */
         private ArrayList<Parked> parked;
+        /** The parallel part's run time, ns, until the serial part adds its own (SPLIT tasks). */
+        private long parallelNanos;
+        /** The last forward's headers as the parallel node gave them, and the copy parked for them. */
+        private Headers lastHeaders;
+        private Headers lastCopy;
+        private ProcessorRecordContext lastContext;
+        private ProcessorRecordContext lastCaptured;
 
         Ticket(ShardedTask owner, SourceNode<Object, Object> source, Object key, Object value,
                 ProcessorRecordContext recordContext, long wallClockTime, long streamTime) {
@@ -275,7 +309,12 @@ public final class ShardedTask {
             } finally {
                 StreamShardFrames.pop();
                 if (timing) {
-                    owner.inline.timed(System.nanoTime() - started);
+                    long took = System.nanoTime() - started;
+                    if (parkOn != null && owner.serialRegion != null) {
+                        parallelNanos = took; // the whole record is timed once its serial part ran
+                    } else {
+                        owner.inline.timed(took);
+                    }
                 }
             }
         }
@@ -287,10 +326,23 @@ public final class ShardedTask {
          */
         @SuppressWarnings("unchecked")
         void park(ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record, StreamShardFrames.Frame frame) {
-            Headers headers = new RecordHeaders(record.headers().toArray());
+            // One forward to several serial children shares one copy, as stock's children share
+            // one Headers object: what the first child does to it the next one sees.
             ProcessorRecordContext rc = frame.recordContext;
-            ProcessorRecordContext captured = rc == null ? null : new ProcessorRecordContext(rc.timestamp(),
-                    rc.offset(), rc.partition(), rc.topic(), headers, rc.sourceRawKey(), rc.sourceRawValue());
+            Headers headers;
+            ProcessorRecordContext captured;
+            if (record.headers() == lastHeaders && rc == lastContext) {
+                headers = lastCopy;
+                captured = lastCaptured;
+            } else {
+                headers = new RecordHeaders(record.headers().toArray());
+                captured = rc == null ? null : new ProcessorRecordContext(rc.timestamp(), rc.offset(),
+                        rc.partition(), rc.topic(), headers, rc.sourceRawKey(), rc.sourceRawValue());
+                lastHeaders = record.headers();
+                lastCopy = headers;
+                lastContext = rc;
+                lastCaptured = captured;
+            }
             if (parked == null) {
                 parked = new ArrayList<>(2);
             }
@@ -303,9 +355,27 @@ public final class ShardedTask {
         protected void runSerialPart() {
             ArrayList<Parked> p = parked;
             parked = null;
+            lastHeaders = null;
+            lastCopy = null;
+            lastContext = null;
+            lastCaptured = null;
             if (p == null) {
+                if (owner.inline.timing()) {
+                    owner.inline.timed(parallelNanos);
+                }
                 return;
             }
+            long started = owner.inline.timing() ? System.nanoTime() : 0;
+            try {
+                replay(p);
+            } finally {
+                if (started != 0) {
+                    owner.inline.timed(parallelNanos + System.nanoTime() - started);
+                }
+            }
+        }
+
+        private void replay(ArrayList<Parked> p) {
             for (Parked f : p) {
                 StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext(), f.child(),
                         f.systemTimeMs(), streamTime, null));

@@ -94,12 +94,27 @@ public final class StreamShardAdvice {
         }
     }
 
-    /** StreamTask.maybePunctuateSystemTime entry: wall-clock punctuators run on a drained task. */
+    /**
+     * StreamTask.maybePunctuateSystemTime, replaced for streamshard's tasks: wall-clock punctuators
+     * run on a drained task. The body reads the clock itself, so a check made here with another
+     * reading could say "not due" a millisecond before the body punctuates; the replacement reads
+     * it once, drains if due, and punctuates with that same time, as the body would.
+     */
     public static final class PunctuateSystemTime {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task) {
-            if (task.canPunctuateSystemTime()) {
-                StreamShardInstances.drain(task);
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("time") Object time,
+                @Advice.FieldValue("systemTimePunctuationQueue") PunctuationQueue queue) {
+            return StreamShardInstances.punctuateSystemTime(task, (org.apache.kafka.common.utils.Time) time, queue);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Boolean punctuated, @Advice.Return(readOnly = false) boolean result,
+                @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean commitNeeded) {
+            if (punctuated != null) {
+                result = punctuated;
+                if (punctuated) {
+                    commitNeeded = true;
+                }
             }
         }
     }

@@ -41,7 +41,8 @@ public final class StreamShardFrames {
     }
 
     static void pop() {
-        CURRENT.remove();
+        // set(null), not remove(): removing would make the next push allocate a map entry.
+        CURRENT.set(null);
     }
 
     /** The calling thread's frame for {@code context}, or null (StreamThread, other contexts). */

@@ -64,6 +64,23 @@ public final class StreamShardInstances {
         }
     }
 
+    /**
+     * StreamTask.maybePunctuateSystemTime for streamshard's tasks (null: not one, run the stock
+     * body): one clock reading decides, drains and punctuates.
+     */
+    public static Boolean punctuateSystemTime(StreamTask task, org.apache.kafka.common.utils.Time time,
+            PunctuationQueue queue) {
+        ShardedTask s = TASKS.get(task);
+        if (s == null) {
+            return null;
+        }
+        long now = time.milliseconds();
+        if (queue.canPunctuate(now)) {
+            s.drain();
+        }
+        return queue.maybePunctuate(now, org.apache.kafka.streams.processor.PunctuationType.WALL_CLOCK_TIME, task);
+    }
+
     // ---------------------------------------------------------------- instances
 
     /** KafkaStreams constructor exit. */

@@ -339,8 +339,35 @@ class TopologyInspectorTest {
         slowStep(b).leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join")).to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.nodes().get("slow").parallel()).isTrue();
-        assertThat(c.nodes().get("join").reason()).startsWith("join whose inputs may encode equal keys to different "
-                + "bytes").contains("TopologyInspectorTest$OtherKeys$1");
+        assertThat(c.nodes().get("join").reason()).contains("with key formats that may encode equal keys to "
+                + "different bytes").contains("TopologyInspectorTest$OtherKeys$1");
+        // The table source shares that store: serial too; the slow step above the join is not.
+        assertThat(c.nodes().values()).filteredOn(d -> !d.parallel()).hasSizeGreaterThanOrEqualTo(2);
+    }
+
+    @Test
+    void aMergedAggregateOfTwoInputsNeedsOneKeyFormat() throws Exception {
+        StreamsBuilder same = new StreamsBuilder();
+        same.stream("a", STRINGS).merge(same.stream("b", Consumed.with(Serdes.String(), Serdes.String())))
+                .groupByKey().count(Named.as("count")).toStream().to("out");
+        assertThat(classify(same.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
+        StreamsBuilder differ = new StreamsBuilder();
+        differ.stream("a", STRINGS).merge(differ.stream("b", Consumed.with(new OtherKeys(), Serdes.String())))
+                .groupByKey().count(Named.as("count")).toStream().to("out");
+        Classification c = classify(differ.build(), 0);
+        assertThat(c.nodes().get("count").reason()).contains("share store").contains("OtherKeys$1");
+        // A store reached from one input only is fine whatever its key format.
+        StreamsBuilder one = new StreamsBuilder();
+        one.stream("a", Consumed.with(new OtherKeys(), Serdes.String())).groupByKey().count(Named.as("count"))
+                .toStream().to("out");
+        assertThat(classify(one.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
+    }
+
+    @Test
+    void theDefaultStringSerdeAndAStringDeserializerAreOneFormat() {
+        assertThat(io.streamshard.classify.NodeClassifier.normalized(
+                "org.apache.kafka.common.serialization.Serdes$StringSerde"))
+                .isEqualTo("org.apache.kafka.common.serialization.StringDeserializer");
     }
 
     /** A key serde streamshard does not know (think of a schema-registry serde). */
