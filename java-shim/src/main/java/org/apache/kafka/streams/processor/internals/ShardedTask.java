@@ -95,8 +95,11 @@ public final class ShardedTask {
             return handOver(record, info, wallClockTime);
         } catch (ShardTaskFailedException e) {
             // A worker failed after the check above: its own exception, as the drain does.
-            rethrowFailure(shard);
-            throw new StreamsException(e.getMessage(), e, task.id());
+            Throwable f = shard == null ? null : shard.failure();
+            if (f instanceof StreamsException se) {
+                throw se;
+            }
+            throw new StreamsException(e.getMessage(), f != null ? f : e, task.id());
         } catch (StreamsException e) {
             throw e;
         } catch (RuntimeException e) {
