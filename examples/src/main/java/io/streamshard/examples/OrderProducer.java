@@ -72,33 +72,44 @@ public final class OrderProducer {
 
     /** Writes the customers table: customer-0 .. customer-(customers - 1), each with its tier. */
     public static void produceCustomers(String bootstrap, String topic, int customers) throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+        java.util.concurrent.atomic.AtomicReference<Exception> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(stringProducer(bootstrap, 20))) {
             for (int i = 0; i < customers; i++) {
                 String customer = "customer-" + i;
-                producer.send(new ProducerRecord<>(topic, customer, tierOf(customer)));
+                producer.send(new ProducerRecord<>(topic, customer, tierOf(customer)), (md, e) -> {
+                    if (e != null) {
+                        failed.compareAndSet(null, e);
+                    }
+                });
             }
             producer.flush();
         }
+        if (failed.get() != null) {
+            throw new IllegalStateException("writing the customers table to " + topic + " failed", failed.get());
+        }
+    }
+
+    /**
+     * A String producer that waits for every replica (acks=all). One request in flight keeps
+     * per-key order without the idempotent producer, which was seen to fail with
+     * OutOfOrderSequenceException, and to let batches expire unsent, on partitions created a
+     * moment before.
+     */
+    private static Properties stringProducer(String bootstrap, int lingerMs) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.LINGER_MS_CONFIG, lingerMs);
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        return p;
     }
 
     public static Expected produce(String bootstrap, String topic, int records, int customers, double s, long seed)
             throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
-        p.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        // One request in flight keeps per-key order without the idempotent producer, which was
-        // seen to fail with OutOfOrderSequenceException on partitions created a moment before.
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
-        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
+        Properties p = stringProducer(bootstrap, 5);
         Zipf zipf = new Zipf(customers, s, seed);
         java.util.Random amounts = new java.util.Random(seed + 1);
         Map<String, Long> counts = new HashMap<>();
