@@ -29,11 +29,6 @@ public record Classification(Map<String, NodeDecision> nodes, List<String> seria
         serialRoots = List.copyOf(serialRoots);
     }
 
-    /** A whole task left stock for a reason that is not about its nodes (e.g. instance settings). */
-    public static Classification stock(String reason) {
-        return new Classification(Map.of(), List.of(), Mode.STOCK, reason);
-    }
-
     /** Names of the serial-region nodes. */
     public Set<String> serialNodes() {
         Set<String> out = new java.util.LinkedHashSet<>();

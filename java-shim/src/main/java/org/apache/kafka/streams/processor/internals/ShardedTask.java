@@ -39,7 +39,6 @@ import org.apache.kafka.streams.processor.api.Record;
 public final class ShardedTask {
     final StreamShardInstances.Instance instance;
     final StreamTask task;
-    final Classification classification;
     private final InternalProcessorContext<?, ?> context;
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
@@ -54,7 +53,6 @@ public final class ShardedTask {
     ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification) {
         this.instance = instance;
         this.task = task;
-        this.classification = classification;
         this.context = task.processorContext;
         this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
         this.maxBacklog = instance.config.maxInflightPerTask();
@@ -88,7 +86,9 @@ public final class ShardedTask {
      * StreamTask.doProcess entry: true if the record was taken (the stock body is then skipped).
      * Throws only {@code StreamsException}s (a worker's own, or streamshard's wrapped): for any
      * other RuntimeException StreamTask.process asks the context for its current node, which the
-     * skipped body never set.
+     * skipped body never set. A client {@code TimeoutException} (a sink's send blocked, a record
+     * run inline) goes through as it is: stock retries the record under at-least-once and marks
+     * the task corrupted under exactly-once, and neither asks for the current node.
      */
     public boolean submit(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
         try {
@@ -100,7 +100,7 @@ public final class ShardedTask {
                 throw se;
             }
             throw new StreamsException(e.getMessage(), f != null ? f : e, task.id());
-        } catch (StreamsException e) {
+        } catch (StreamsException | org.apache.kafka.common.errors.TimeoutException e) {
             throw e;
         } catch (RuntimeException e) {
             throw new StreamsException("streamshard: task " + task.id() + ": " + e.getMessage(), e, task.id());
