@@ -120,6 +120,12 @@ final class CoverageCatalog {
             return id + " " + title;
         }
 
+        /** The same case with other input feeds (the topology, outputs and rules unchanged). */
+        Case withFeeds(List<Feed> other) {
+            return new Case(id, title, List.copyOf(other), globalFeeds, topology, outputs, stores, parallelProcessors,
+                    rules, topSerial, allParallel);
+        }
+
         /** Topics the group consumes (not the global ones). */
         List<String> groupInputs(String suffix) {
             return feeds.stream().map(Feed::name).filter(n -> !globalFeeds.contains(n)).map(n -> n + suffix).toList();

@@ -39,10 +39,21 @@ class EosSerialRegionIT {
     private static final int CHILD_SLOW_MS = 8;
     private static final int CHILD_WORKERS = 4;
     private static final int CHILD_MAX_INFLIGHT_PER_TASK = 40;
+    /** c04's grace ({@code TimeWindows.ofSizeAndGrace(1 s, 300 ms)}). */
+    private static final long C04_GRACE_MS = 300;
 
     @Test
     void windowedCountWithSuppressSurvivesACrashExactly() throws Exception {
-        Map<String, List<Rec>>[] outs = crashAndCompare(CoverageCatalog.byId("c04"));
+        Case c04 = CoverageCatalog.byId("c04");
+        // No record later than the grace here (c04's own feed has some 2.5 s late, which stock drops).
+        // Kafka Streams keeps a window aggregate's stream time in the processor, not in a store: after
+        // any restart it starts again from the first record read, so a record stock drops as late is
+        // counted when it happens to be the first after the restart, with or without streamshard.
+        // CoverageMatrixIT checks the late drops without a crash.
+        c04 = c04.withFeeds(c04.feeds().stream()
+                .map(f -> f.jitter(i -> Math.min(f.jitter().applyAsLong(i), C04_GRACE_MS - 50)))
+                .toList());
+        Map<String, List<Rec>>[] outs = crashAndCompare(c04);
         // Suppress: one final count per window, the stock count.
         Map<String, String> stockFinal = perWindow(outs[0].get("c04-final"));
         Map<String, String> shardFinal = perWindow(outs[1].get("c04-final"));
