@@ -1,11 +1,33 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit + property + stress tests, and one pass of every
 # benchmark in test mode (so the harness cannot rot). Speed is never asserted here.
+#
+#   bash scripts/test.sh               everything (CI runs this)
+#   bash scripts/test.sh --kafka 4.1.2 the Java unit and integration tests on that Kafka Streams only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/toolchain.sh
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# The integration tests that run again on the oldest and newest supported Kafka Streams.
+VERSION_ITS="ParallelIT,CrashIT,EosSerialRegionIT,ErrorsIT,PunctuatorIT,RebalanceIT"
+OTHER_VERSIONS="3.9.2 4.4.0"
+
+its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams
+  local v="$1" its="${2:-}"
+  step "Java: integration tests on Kafka Streams $v${its:+ ($its)}"
+  mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" \
+    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dit.test="$its"}
+}
+
+if [ "${1:-}" = "--kafka" ]; then
+  [ -n "${2:-}" ] || { echo "usage: scripts/test.sh --kafka VERSION" >&2; exit 2; }
+  step "local Kafka broker for the integration tests"
+  . scripts/lib/broker.sh
+  step "Java: unit tests, the agent jar, every integration test on Kafka Streams $2"
+  exec mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$2"
+fi
 
 step "rustfmt"
 cargo fmt --all -- --check
@@ -22,6 +44,7 @@ step "local Kafka broker for the integration tests"
 . scripts/lib/broker.sh
 step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
+for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
 step "load tool end to end on the broker (produce, wait, verify)"
 cargo test --locked -p streamshard-load --test broker
 step "benchmark harness, quick mode: every engine and scenario runs and is verified; speed not asserted"

@@ -38,7 +38,7 @@ public final class StreamShard {
      */
     public static boolean install() {
         if (io.streamshard.agent.StreamShardAgent.installed()) {
-            return true;
+            return io.streamshard.agent.StreamShardAgent.prepared(StreamShard.class.getClassLoader());
         }
         java.lang.instrument.Instrumentation inst;
         try {
@@ -49,7 +49,7 @@ public final class StreamShard {
                             + "-Djdk.attach.allowAttachSelf=true; the application runs stock", e.toString());
             return false;
         }
-        return io.streamshard.agent.StreamShardAgent.install(inst);
+        return io.streamshard.agent.StreamShardAgent.install(inst, StreamShard.class.getClassLoader());
     }
 
     /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */

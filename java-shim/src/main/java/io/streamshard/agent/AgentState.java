@@ -9,6 +9,8 @@ package io.streamshard.agent;
  */
 public final class AgentState {
     private static volatile String failure;
+    private static final java.util.Map<ClassLoader, java.util.Map<String, String>> VARIANTS =
+            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
     private AgentState() {}
 
@@ -22,5 +24,16 @@ public final class AgentState {
     /** The first transformation failure, or null. */
     public static String failure() {
         return failure;
+    }
+
+    /** Records the helper variant each family uses in {@code loader} (family and variant class names). */
+    static void variants(ClassLoader loader, java.util.Map<String, String> chosen) {
+        VARIANTS.put(loader, java.util.Map.copyOf(chosen));
+    }
+
+    /** The variant of {@code family} the install-time check chose for {@code loader}, or null if none ran. */
+    public static String variant(ClassLoader loader, String family) {
+        java.util.Map<String, String> m = VARIANTS.get(loader);
+        return m == null ? null : m.get(family);
     }
 }

@@ -2,11 +2,18 @@ package io.streamshard.agent;
 
 import static net.bytebuddy.matcher.ElementMatchers.named;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.lang.instrument.Instrumentation;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.WeakHashMap;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.asm.AsmVisitorWrapper;
@@ -18,18 +25,21 @@ import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
 import net.bytebuddy.pool.TypePool;
 import net.bytebuddy.utility.JavaModule;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
- * The streamshard agent: {@code -javaagent:streamshard.jar} (premain), a late attach (agentmain),
- * or {@link #install(Instrumentation)}. Before changing anything it checks every instrumentation
- * point against the Kafka Streams classes on the class path; if one does not match, it logs one
- * ERROR naming what did not match and installs nothing, so the application runs stock.
+ * The streamshard agent: {@code -javaagent:streamshard.jar} (through {@link Premain}), a late
+ * attach, or {@link #install(Instrumentation, ClassLoader)}. At start it only registers a
+ * transformer, and loads nothing of Kafka's or SLF4J's: either may live only in a class loader
+ * that does not exist yet (Spring Boot's nested jars).
+ *
+ * <p>The first time a class loader defines one of the classes the agent instruments, the agent
+ * checks that loader's Kafka Streams: every instrumentation point, and every Kafka class, method and
+ * field the helpers use ({@link KafkaReferences}). If all resolve it defines the helpers in that
+ * loader (unless they are visible there already) and instruments its classes; otherwise it logs
+ * one ERROR naming what did not match and leaves that loader alone, so its application runs stock.
+ * A {@code Throwable} anywhere in this means the same.
  */
 public final class StreamShardAgent {
-    private static final Logger LOG = LoggerFactory.getLogger("io.streamshard");
-
     static final String P = "org.apache.kafka.streams.processor.internals.";
     static final String KS = "org.apache.kafka.streams.KafkaStreams";
     static final String STREAM_TASK = P + "StreamTask";
@@ -38,6 +48,8 @@ public final class StreamShardAgent {
     /** Advice classes are named, never loaded: loading one would load the Kafka class it advises. */
     static final String ADVICE = P + "StreamShardAdvice$";
     static final String FRAMES = P + "StreamShardFrames";
+    /** Minor versions the test suite runs on; another whose checks all pass installs with a WARN. */
+    static final List<String> TESTED = List.of("3.9", "4.0", "4.1", "4.2", "4.3", "4.4");
 
     /** Every advice point; all bind or none is installed. */
     static final List<Hook> HOOKS = List.of(
@@ -52,12 +64,30 @@ public final class StreamShardAgent {
                     "org.apache.kafka.streams.TopologyConfig$TaskConfig", P + "metrics.StreamsMetricsImpl",
                     P + "StateDirectory", "org.apache.kafka.streams.state.internals.ThreadCache",
                     "org.apache.kafka.common.utils.Time", P + "ProcessorStateManager", P + "RecordCollector",
-                    P + "InternalProcessorContext", "org.apache.kafka.common.utils.LogContext", "boolean"),
+                    P + "InternalProcessorContext", "org.apache.kafka.common.utils.LogContext|org.apache.kafka.common.utils.internals.LogContext",
+                    "boolean"),
                     ADVICE + "TaskCreated", List.of("streamsMetrics")),
             new Hook(STREAM_TASK, "doProcess", List.of("long"), ADVICE + "DoProcess",
                     List.of("record", "recordInfo")),
             new Hook(STREAM_TASK, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),
-            new Hook(STREAM_TASK, "prepareCommit", List.of("boolean"), ADVICE + "PrepareCommit", List.of()),
+            new Hook(STREAM_TASK, "prepareCommit", List.of("boolean"), ADVICE + "PrepareCommit", List.of())
+                    .onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), true),
+            // Before 4.1: prepareCommit() (a dirty close is told apart by its callers).
+            new Hook(STREAM_TASK, "prepareCommit", List.of(), ADVICE + "PrepareCommitBefore41", List.of())
+                    .onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
+            // Before 4.1 only the callers tell a dirty close's prepareCommit() from a commit.
+            new Hook(P + "TaskManager", "closeTaskDirty", List.of(P + "Task", "boolean"), ADVICE + "DirtyClose",
+                    List.of()).onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
+            new Hook(P + "TaskManager", "closeDirtyAndRevive", List.of("java.util.Collection", "boolean"),
+                    ADVICE + "DirtyClose", List.of()).onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
+            // 4.2 and 4.4 add terminal-node latencies into plain fields: workers record them directly.
+            new Hook(STREAM_TASK, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"),
+                    ADVICE + "TerminalLatency", List.of("processorContext"))
+                    .onlyIf(STREAM_TASK, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"), true),
+            // Before 4.1 a StampedRecord has no raw bytes: the deserializer's result carries them.
+            new Hook(P + "RecordDeserializer", "deserialize", List.of("org.apache.kafka.streams.processor.api.ProcessorContext",
+                    "org.apache.kafka.clients.consumer.ConsumerRecord"), ADVICE + "CarryRawBytes", List.of())
+                    .onlyIf(P + "StampedRecord", "rawKey", List.of(), false),
             new Hook(STREAM_TASK, "suspend", List.of(), ADVICE + "Quiesce", List.of()),
             new Hook(STREAM_TASK, "maybePunctuateSystemTime", List.of(), ADVICE + "PunctuateSystemTime",
                     List.of("time", "systemTimePunctuationQueue", "commitNeeded")),
@@ -78,86 +108,219 @@ public final class StreamShardAgent {
     static final List<String> FRAMED_TYPES = List.of(APC, PCI);
     static final Map<String, List<String>> FRAMED_FIELDS = Map.of(APC, List.of("recordContext", "currentNode"));
 
-    private static volatile boolean installed;
+    private static volatile Instrumentation instrumentation;
+    private static final Map<ClassLoader, Loader> LOADERS = Collections.synchronizedMap(new WeakHashMap<>());
+
+    /** What the agent decided for one class loader that defines Kafka Streams. */
+    static final class Loader {
+        final boolean ok;
+        final String version;
+        final Map<String, List<AsmVisitorWrapper>> visitors;
+
+        Loader(boolean ok, String version, Map<String, List<AsmVisitorWrapper>> visitors) {
+            this.ok = ok;
+            this.version = version;
+            this.visitors = visitors;
+        }
+    }
 
     private StreamShardAgent() {}
 
-    public static void premain(String args, Instrumentation inst) {
-        install(inst);
-    }
-
-    public static void agentmain(String args, Instrumentation inst) {
-        install(inst);
-    }
-
-    /** Whether the agent is installed in this JVM. */
-    public static boolean installed() {
-        return installed;
-    }
-
-    /** Checks and installs; returns false (and logs one ERROR) if this Kafka Streams cannot be instrumented. */
-    public static synchronized boolean install(Instrumentation inst) {
-        if (installed) {
-            return true;
+    /** Called by {@link Premain}; never throws. */
+    public static void premain(Instrumentation inst) {
+        try {
+            register(inst);
+        } catch (Throwable t) {
+            AgentLog.error(null, "streamshard: the agent could not start (" + t + "); nothing was changed, the "
+                    + "application runs stock (serial)", null);
         }
-        ClassLoader loader = StreamShardAgent.class.getClassLoader();
-        if (!guard(TypePool.Default.of(ClassFileLocator.ForClassLoader.of(loader)), kafkaStreamsVersion())) {
+    }
+
+    /** Whether the agent's transformer is registered in this JVM. */
+    public static boolean installed() {
+        return instrumentation != null;
+    }
+
+    /**
+     * Registers the transformer if needed, then checks (and prepares) {@code loader}'s Kafka Streams
+     * at once; true if its applications run with streamshard. Never throws.
+     */
+    public static boolean install(Instrumentation inst, ClassLoader loader) {
+        try {
+            register(inst);
+            return prepare(loader).ok;
+        } catch (Throwable t) {
+            AgentLog.error(loader, "streamshard: the agent could not start (" + t + "); nothing was changed, the "
+                    + "application runs stock (serial)", null);
             return false;
         }
-        // Everything is described from class files, so that nothing Kafka Streams declares is
-        // loaded before the transformer is in place.
-        ClassFileLocator locator = ClassFileLocator.ForClassLoader.of(loader);
-        TypePool pool = TypePool.Default.of(locator);
-        Map<String, List<AsmVisitorWrapper>> byType = new LinkedHashMap<>();
-        for (Hook h : HOOKS) {
-            byType.computeIfAbsent(h.type(), k -> new ArrayList<>())
-                    .add(Advice.to(pool.describe(h.advice()).resolve(), locator).on(h.matcher()));
+    }
+
+    /** Whether streamshard instruments {@code loader}'s Kafka Streams (checking it now if it has not yet). */
+    public static boolean prepared(ClassLoader loader) {
+        return instrumentation != null && prepare(loader).ok;
+    }
+
+    private static synchronized void register(Instrumentation inst) {
+        if (instrumentation != null) {
+            return;
         }
-        AsmVisitorWrapper frames = frameSubstitution(pool);
-        FRAMED_TYPES.forEach(t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
-        List<String> failures = new ArrayList<>();
+        // ByteBuddy's class injectors (which the agent never uses) would otherwise reach for
+        // sun.misc.Unsafe, and JDK 24+ warns about that at start. The property is that of the
+        // agent's own (relocated) ByteBuddy; an application's ByteBuddy is left alone.
+        String safe = net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".safe";
+        if (System.getProperty(safe) == null) {
+            System.setProperty(safe, "true");
+        }
+        Set<String> types = new LinkedHashSet<>();
+        HOOKS.forEach(h -> types.add(h.type()));
+        types.addAll(FRAMED_TYPES);
+        // The transformer never looks at ByteBuddy's or the agent's own classes: loading one while
+        // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
+                .ignore(net.bytebuddy.matcher.ElementMatchers.nameStartsWith(
+                        net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".")
+                        .or(net.bytebuddy.matcher.ElementMatchers.nameStartsWith("io.streamshard."))
+                        .or(net.bytebuddy.matcher.ElementMatchers.isSynthetic()))
                 .disableClassFormatChanges()
+                // Loads every class the transformer itself uses before it is installed.
+                .warmUp(Hook.class)
                 .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
+                .with(AgentBuilder.InitializationStrategy.NoOp.INSTANCE)
+                .with(AgentBuilder.InjectionStrategy.Disabled.INSTANCE)
                 .with(new AgentBuilder.Listener.Adapter() {
                     @Override
                     public void onError(String typeName, ClassLoader cl, JavaModule module, boolean loaded,
                             Throwable throwable) {
-                        failures.add(typeName + ": " + throwable);
                         AgentState.fail(typeName + ": " + throwable);
-                        LOG.error("streamshard: instrumenting {} failed; no new task runs parallel, the "
-                                + "application runs stock from here on", typeName, throwable);
+                        AgentLog.error(cl, "streamshard: instrumenting " + typeName + " failed; no new task runs "
+                                + "parallel, the application runs stock from here on", throwable);
                     }
                 });
-        for (Map.Entry<String, List<AsmVisitorWrapper>> e : byType.entrySet()) {
-            List<AsmVisitorWrapper> visitors = e.getValue();
-            builder = builder.type(named(e.getKey())).transform((b, td, cl, module, pd) -> {
+        for (String type : types) {
+            builder = builder.type(named(type)).transform((b, td, cl, module, pd) -> {
+                if (cl == null) {
+                    return b;
+                }
+                Loader l = prepare(cl);
                 DynamicType.Builder<?> out = b;
-                for (AsmVisitorWrapper v : visitors) {
-                    out = out.visit(v);
+                if (l.ok) {
+                    for (AsmVisitorWrapper v : l.visitors.getOrDefault(type, List.of())) {
+                        out = out.visit(v);
+                    }
                 }
                 return out;
             });
         }
+        instrumentation = inst;
         builder.installOn(inst);
-        installed = failures.isEmpty();
-        if (installed) {
-            LOG.info("streamshard: agent installed on Kafka Streams {}", kafkaStreamsVersion());
+    }
+
+    /** The decision for {@code loader}, made the first time it is asked. */
+    static Loader prepare(ClassLoader loader) {
+        synchronized (LOADERS) {
+            Loader l = LOADERS.get(loader);
+            if (l == null) {
+                try {
+                    l = decide(loader);
+                } catch (Throwable t) {
+                    AgentLog.error(loader, "streamshard: checking Kafka Streams failed (" + t + "); nothing was "
+                            + "changed, the application runs stock (serial)", t);
+                    l = new Loader(false, "?", Map.of());
+                }
+                LOADERS.put(loader, l);
+            }
+            return l;
         }
-        return installed;
+    }
+
+    private static Loader decide(ClassLoader loader) throws Exception {
+        ClassLoader ours = StreamShardAgent.class.getClassLoader();
+        ClassFileLocator locator = new ClassFileLocator.Compound(ClassFileLocator.ForClassLoader.of(loader),
+                ClassFileLocator.ForClassLoader.of(ours));
+        TypePool pool = TypePool.Default.of(locator);
+        String version = version(loader);
+        KafkaReferences.Result result = verify(pool, version, KafkaReferences.index(ours));
+        if (!guard(loader, result.problems, version)) {
+            return new Loader(false, version, Map.of());
+        }
+        if (loader != ours) {
+            HelperInjector.inject(instrumentation, loader, ours, KafkaReferences.lines(ours, KafkaReferences.HELPERS));
+        }
+        AgentState.variants(loader, result.variants);
+        Map<String, List<AsmVisitorWrapper>> byType = visitors(pool, locator);
+        if (!TESTED.contains(minor(version))) {
+            AgentLog.warn(loader, "streamshard: Kafka Streams " + version + " is not among the tested versions ("
+                    + String.join(", ", TESTED) + "); every check passed, so streamshard runs it");
+        }
+        AgentLog.info(loader, "streamshard: agent installed on Kafka Streams " + version);
+        return new Loader(true, version, byType);
     }
 
     /**
-     * The version guard: true if every hook matches the classes {@code pool} describes; otherwise
-     * one ERROR naming every mismatch, and false (the caller then installs nothing).
+     * Everything checked before a class loader is instrumented: the version is not older than the
+     * oldest tested one, every hook that applies matches, and every Kafka member the helpers use
+     * resolves ({@code refs}, from the build). Also says which variant of each helper family fits.
      */
-    static boolean guard(TypePool pool, String version) {
-        List<String> problems = check(pool);
+    static KafkaReferences.Result verify(TypePool pool, String version, List<KafkaReferences.Ref> refs) {
+        List<String> problems = new ArrayList<>();
+        if (older(version, TESTED.get(0))) {
+            problems.add("Kafka Streams " + version + " is older than " + TESTED.get(0)
+                    + ", the oldest version streamshard serves");
+        }
+        problems.addAll(check(pool));
+        KafkaReferences.Result r = KafkaReferences.check(pool, refs);
+        problems.addAll(r.problems);
+        return new KafkaReferences.Result(problems, r.variants);
+    }
+
+    /** The advice (simple names) installed on the Kafka Streams {@code pool} describes. */
+    static List<String> applied(TypePool pool) {
+        List<String> out = new ArrayList<>();
+        for (Hook h : HOOKS) {
+            if (h.applies(pool)) {
+                out.add(h.advice().substring(ADVICE.length()));
+            }
+        }
+        return out;
+    }
+
+    /** The advice and substitutions per instrumented class, for the Kafka Streams {@code pool} describes. */
+    static Map<String, List<AsmVisitorWrapper>> visitors(TypePool pool, ClassFileLocator locator) {
+        Map<String, List<AsmVisitorWrapper>> byType = new LinkedHashMap<>();
+        for (Hook h : HOOKS) {
+            if (h.applies(pool)) {
+                byType.computeIfAbsent(h.type(), k -> new ArrayList<>())
+                        .add(Advice.to(pool.describe(h.advice()).resolve(), locator).on(h.matcher()));
+            }
+        }
+        AsmVisitorWrapper frames = frameSubstitution(pool);
+        FRAMED_TYPES.forEach(t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
+        return byType;
+    }
+
+    /** Whether {@code version} ("3.7.2", "4.4.0 (with …)") is older than {@code minor} ("3.9"); false if unknown. */
+    static boolean older(String version, String minor) {
+        try {
+            String[] v = minor(version).split("\\.");
+            String[] m = minor.split("\\.");
+            int major = Integer.parseInt(v[0]) - Integer.parseInt(m[0]);
+            return major < 0 || major == 0 && Integer.parseInt(v[1]) < Integer.parseInt(m[1]);
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The version guard: true if nothing in {@code problems}; otherwise one ERROR naming every
+     * mismatch, and false (the caller then installs nothing).
+     */
+    static boolean guard(ClassLoader loader, List<String> problems, String version) {
         if (problems.isEmpty()) {
             return true;
         }
-        LOG.error("streamshard: cannot instrument Kafka Streams {} ({}); nothing was changed, the application "
-                + "runs stock (serial)", version, String.join("; ", problems));
+        AgentLog.error(loader, "streamshard: cannot instrument Kafka Streams " + version + " ("
+                + String.join("; ", problems) + "); nothing was changed, the application runs stock (serial)", null);
         return false;
     }
 
@@ -176,7 +339,7 @@ public final class StreamShardAgent {
         return frames.getDeclaredMethods().filter(named(name)).getOnly();
     }
 
-    /** What does not match in the Kafka Streams classes that {@code pool} describes; empty if all does. */
+    /** What does not match in the instrumentation points of the Kafka Streams {@code pool} describes. */
     static List<String> check(TypePool pool) {
         List<String> problems = new ArrayList<>();
         Map<String, TypeDescription> types = new LinkedHashMap<>();
@@ -186,12 +349,22 @@ public final class StreamShardAgent {
                 problems.add("class " + h.type() + " not found");
                 continue;
             }
-            long matches = t.getDeclaredMethods().filter(h.matcher()).size();
+            long matches;
+            try {
+                if (!h.applies(pool)) {
+                    continue;
+                }
+                matches = t.getDeclaredMethods().filter(h.matcher()).size();
+            } catch (RuntimeException | LinkageError e) {
+                // A parameter type this class path does not have (a mixed Kafka class path).
+                problems.add(h.describe() + " cannot be resolved (" + e.getMessage() + ")");
+                continue;
+            }
             if (matches != 1) {
                 problems.add(h.describe() + (matches == 0 ? " not found" : " is ambiguous"));
             }
             for (String f : h.fields()) {
-                if (findField(t, pool, f) == null) {
+                if (findField(t, f) == null) {
                     problems.add("field " + h.type().substring(h.type().lastIndexOf('.') + 1) + "." + f + " not found");
                 }
             }
@@ -199,7 +372,7 @@ public final class StreamShardAgent {
         for (Map.Entry<String, List<String>> e : FRAMED_FIELDS.entrySet()) {
             TypeDescription t = types.computeIfAbsent(e.getKey(), n -> describe(pool, n));
             for (String f : e.getValue()) {
-                FieldDescription fd = t == null ? null : findField(t, pool, f);
+                FieldDescription fd = t == null ? null : findField(t, f);
                 if (fd == null || fd.isPrivate() || fd.isStatic()) {
                     problems.add("field " + e.getKey() + "." + f + " not found as a non-private instance field");
                 }
@@ -214,11 +387,15 @@ public final class StreamShardAgent {
     }
 
     private static TypeDescription describe(TypePool pool, String name) {
-        TypePool.Resolution r = pool.describe(name);
-        return r.isResolved() ? r.resolve() : null;
+        try {
+            TypePool.Resolution r = pool.describe(name);
+            return r.isResolved() ? r.resolve() : null;
+        } catch (RuntimeException e) {
+            return null;
+        }
     }
 
-    private static FieldDescription findField(TypeDescription type, TypePool pool, String name) {
+    private static FieldDescription findField(TypeDescription type, String name) {
         for (TypeDescription t = type; t != null; ) {
             var found = t.getDeclaredFields().filter(named(name));
             if (!found.isEmpty()) {
@@ -230,12 +407,36 @@ public final class StreamShardAgent {
         return null;
     }
 
-    /** The Kafka version on the class path, read without loading any class the agent instruments. */
-    static String kafkaStreamsVersion() {
-        try {
-            return org.apache.kafka.common.utils.AppInfoParser.getVersion();
-        } catch (RuntimeException | LinkageError e) {
+    /**
+     * The Kafka Streams version {@code loader} has, from the jar's version resource (no class is
+     * loaded); the clients version is named too when it differs.
+     */
+    static String version(ClassLoader loader) {
+        String streams = property(loader, "kafka/kafka-streams-version.properties");
+        String clients = property(loader, "kafka/kafka-version.properties");
+        if (streams == null) {
             return "(version unknown)";
         }
+        return clients == null || clients.equals(streams) ? streams : streams + " (with kafka-clients " + clients + ")";
+    }
+
+    private static String property(ClassLoader loader, String resource) {
+        try (InputStream in = loader.getResourceAsStream(resource)) {
+            if (in == null) {
+                return null;
+            }
+            Properties p = new Properties();
+            p.load(in);
+            String v = p.getProperty("version");
+            return v == null ? null : v.trim();
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** "4.3" of "4.3.1" (or of "4.3.1 (with kafka-clients ...)"). */
+    static String minor(String version) {
+        String[] parts = version.split("[.\\s-]");
+        return parts.length < 2 ? version : parts[0] + "." + parts[1];
     }
 }

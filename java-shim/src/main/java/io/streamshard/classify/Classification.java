@@ -13,8 +13,62 @@ import java.util.Set;
  * @param nodes every node of the task in topology order, with its decision
  * @param serialRoots the serial nodes whose parents are all parallel: where records enter the serial region
  */
-public record Classification(Map<String, NodeDecision> nodes, List<String> serialRoots, Mode mode,
-        String stockReason) {
+public final class Classification {
+    private final Map<String, NodeDecision> nodes;
+    private final List<String> serialRoots;
+    private final Mode mode;
+    private final String stockReason;
+
+    public Classification(Map<String, NodeDecision> nodes, List<String> serialRoots, Mode mode, String stockReason) {
+        nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
+        serialRoots = List.copyOf(serialRoots);
+        this.nodes = nodes;
+        this.serialRoots = serialRoots;
+        this.mode = mode;
+        this.stockReason = stockReason;
+    }
+
+    public Map<String, NodeDecision> nodes() {
+        return nodes;
+    }
+
+    public List<String> serialRoots() {
+        return serialRoots;
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    public String stockReason() {
+        return stockReason;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof Classification)) {
+            return false;
+        }
+        Classification other = (Classification) o;
+        return java.util.Objects.equals(nodes, other.nodes)
+                && java.util.Objects.equals(serialRoots, other.serialRoots)
+                && java.util.Objects.equals(mode, other.mode)
+                && java.util.Objects.equals(stockReason, other.stockReason);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(nodes, serialRoots, mode, stockReason);
+    }
+
+    @Override
+    public String toString() {
+        return "Classification[nodes=" + nodes + ", serialRoots=" + serialRoots + ", mode=" + mode + ", stockReason=" + stockReason + "]";
+    }
+
     public enum Mode {
         /** Every node parallel. */
         PARALLEL,
@@ -22,11 +76,6 @@ public record Classification(Map<String, NodeDecision> nodes, List<String> seria
         SPLIT,
         /** Nothing but the sources would be parallel: the task runs stock. */
         STOCK
-    }
-
-    public Classification {
-        nodes = Collections.unmodifiableMap(new LinkedHashMap<>(nodes));
-        serialRoots = List.copyOf(serialRoots);
     }
 
     /** Names of the serial-region nodes. */
@@ -42,11 +91,14 @@ public record Classification(Map<String, NodeDecision> nodes, List<String> seria
 
     /** One line for the task: {@code parallel}, {@code parallel, serial region: A, B} or {@code serial: why}. */
     public String summary() {
-        return switch (mode) {
-            case PARALLEL -> "parallel";
-            case SPLIT -> "parallel, serial region: " + String.join(", ", serialRoots);
-            case STOCK -> "serial: " + stockReason;
-        };
+        switch (mode) {
+            case PARALLEL:
+                return "parallel";
+            case SPLIT:
+                return "parallel, serial region: " + String.join(", ", serialRoots);
+            default:
+                return "serial: " + stockReason;
+        }
     }
 
     /** One line per node, {@code NAME: parallel} or {@code NAME: serial region: why}. */

@@ -21,6 +21,8 @@ import java.util.Set;
  */
 public final class NodeClassifier {
     private static final String DSL = "org.apache.kafka.streams.kstream.internals.";
+    /** Kafka Streams 3.x keeps ForeachProcessor outside the internals package (4.0 moved it there). */
+    private static final String FOREACH_3X = "org.apache.kafka.streams.kstream.ForeachProcessor";
 
     /** Stateless, or state read and written only under the record's key (docs/parallel-safety.md). */
     private static final Set<String> SAFE_DSL = Set.of(
@@ -221,6 +223,9 @@ public final class NodeClassifier {
         if (c == null) {
             return "no processor to inspect";
         }
+        if (c.equals(FOREACH_3X)) {
+            return null;
+        }
         if (c.startsWith(DSL + "foreignkeyjoin.")) {
             return "foreign-key join (state under the foreign key, not the record's key)";
         }
@@ -258,15 +263,22 @@ public final class NodeClassifier {
     }
 
     private static String storeReason(StoreInfo s) {
-        return switch (s.kind()) {
-            case KEY_VALUE -> null;
-            case VERSIONED -> "versioned store " + s.name();
-            case WINDOW -> "window store " + s.name();
-            case SESSION -> "session store " + s.name();
-            case BUFFER -> "time-ordered buffer " + s.name();
-            case CACHED -> "store " + s.name() + " has a caching layer";
-            case OTHER -> "store " + s.name() + " is of a type streamshard does not know";
-        };
+        switch (s.kind()) {
+            case KEY_VALUE:
+                return null;
+            case VERSIONED:
+                return "versioned store " + s.name();
+            case WINDOW:
+                return "window store " + s.name();
+            case SESSION:
+                return "session store " + s.name();
+            case BUFFER:
+                return "time-ordered buffer " + s.name();
+            case CACHED:
+                return "store " + s.name() + " has a caching layer";
+            default:
+                return "store " + s.name() + " is of a type streamshard does not know";
+        }
     }
 
     private static String inheritedReason(NodeInfo n, Map<String, List<String>> parents,

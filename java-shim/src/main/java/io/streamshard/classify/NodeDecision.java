@@ -1,7 +1,41 @@
 package io.streamshard.classify;
 
 /** Where one node runs and why. */
-public record NodeDecision(Region region, String reason) {
+public final class NodeDecision {
+    private final Region region;
+    private final String reason;
+
+    public NodeDecision(Region region, String reason) {
+        this.region = region;
+        this.reason = reason;
+    }
+
+    public Region region() {
+        return region;
+    }
+
+    public String reason() {
+        return reason;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof NodeDecision)) {
+            return false;
+        }
+        NodeDecision other = (NodeDecision) o;
+        return java.util.Objects.equals(region, other.region)
+                && java.util.Objects.equals(reason, other.reason);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(region, reason);
+    }
+
     public enum Region {
         /** On workers, records of different keys at once, one per key at a time. */
         PARALLEL,

@@ -18,12 +18,90 @@ import java.util.Set;
  * @param keyFormat sources only: the class that deserializes the record keys (the key deserializer,
  *     or the default key serde when the source has none of its own); null if unknown
  */
-public record NodeInfo(String name, Kind kind, String processorClass, List<String> children, Set<String> stores,
-        boolean buffered, boolean userStores, String keyFormat) {
-    public enum Kind { SOURCE, PROCESSOR, SINK }
+public final class NodeInfo {
+    private final String name;
+    private final Kind kind;
+    private final String processorClass;
+    private final List<String> children;
+    private final Set<String> stores;
+    private final boolean buffered;
+    private final boolean userStores;
+    private final String keyFormat;
 
-    public NodeInfo {
+    public NodeInfo(String name, Kind kind, String processorClass, List<String> children,
+            Set<String> stores, boolean buffered, boolean userStores, String keyFormat) {
         children = List.copyOf(children);
         stores = Set.copyOf(stores);
+        this.name = name;
+        this.kind = kind;
+        this.processorClass = processorClass;
+        this.children = children;
+        this.stores = stores;
+        this.buffered = buffered;
+        this.userStores = userStores;
+        this.keyFormat = keyFormat;
     }
+
+    public String name() {
+        return name;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    public String processorClass() {
+        return processorClass;
+    }
+
+    public List<String> children() {
+        return children;
+    }
+
+    public Set<String> stores() {
+        return stores;
+    }
+
+    public boolean buffered() {
+        return buffered;
+    }
+
+    public boolean userStores() {
+        return userStores;
+    }
+
+    public String keyFormat() {
+        return keyFormat;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof NodeInfo)) {
+            return false;
+        }
+        NodeInfo other = (NodeInfo) o;
+        return java.util.Objects.equals(name, other.name)
+                && java.util.Objects.equals(kind, other.kind)
+                && java.util.Objects.equals(processorClass, other.processorClass)
+                && java.util.Objects.equals(children, other.children)
+                && java.util.Objects.equals(stores, other.stores)
+                && java.util.Objects.equals(buffered, other.buffered)
+                && java.util.Objects.equals(userStores, other.userStores)
+                && java.util.Objects.equals(keyFormat, other.keyFormat);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(name, kind, processorClass, children, stores, buffered, userStores, keyFormat);
+    }
+
+    @Override
+    public String toString() {
+        return "NodeInfo[name=" + name + ", kind=" + kind + ", processorClass=" + processorClass + ", children=" + children + ", stores=" + stores + ", buffered=" + buffered + ", userStores=" + userStores + ", keyFormat=" + keyFormat + "]";
+    }
+
+    public enum Kind { SOURCE, PROCESSOR, SINK }
 }

@@ -1,7 +1,46 @@
 package io.streamshard.classify;
 
 /** A state store of a task, by what its layers are. */
-public record StoreInfo(String name, Kind kind) {
+public final class StoreInfo {
+    private final String name;
+    private final Kind kind;
+
+    public StoreInfo(String name, Kind kind) {
+        this.name = name;
+        this.kind = kind;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Kind kind() {
+        return kind;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof StoreInfo)) {
+            return false;
+        }
+        StoreInfo other = (StoreInfo) o;
+        return java.util.Objects.equals(name, other.name)
+                && java.util.Objects.equals(kind, other.kind);
+    }
+
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(name, kind);
+    }
+
+    @Override
+    public String toString() {
+        return "StoreInfo[name=" + name + ", kind=" + kind + "]";
+    }
+
     public enum Kind {
         /** A plain or timestamped key-value store. */
         KEY_VALUE,

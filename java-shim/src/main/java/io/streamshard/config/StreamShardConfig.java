@@ -163,7 +163,8 @@ public final class StreamShardConfig extends AbstractConfig {
     public static String toMarkdown() {
         StringBuilder b = new StringBuilder("| key | type | default | valid values | meaning |\n|---|---|---|---|---|\n");
         for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
-            Object dflt = k.defaultValue instanceof List<?> l && l.isEmpty() ? "(empty)" : k.defaultValue;
+            Object dflt = k.defaultValue instanceof List<?> && ((List<?>) k.defaultValue).isEmpty() ? "(empty)"
+                    : k.defaultValue;
             b.append("| `").append(k.name).append("` | ").append(k.type.toString().toLowerCase(Locale.ROOT))
                     .append(" | `").append(dflt).append("` | ")
                     .append(k.validator == null ? "" : k.validator.toString())

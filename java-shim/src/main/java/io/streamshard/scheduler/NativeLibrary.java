@@ -34,6 +34,24 @@ public final class NativeLibrary {
         }
     }
 
+    /**
+     * JDK 24+ warns when a class path module loads a native library without native access; an
+     * agent cannot grant that itself. One INFO names the flag that does.
+     */
+    private static void adviseNativeAccess() {
+        try {
+            Module m = NativeLibrary.class.getModule();
+            Object on = Module.class.getMethod("isNativeAccessEnabled").invoke(m);
+            if (Boolean.FALSE.equals(on)) {
+                io.streamshard.agent.AgentLog.info(NativeLibrary.class.getClassLoader(), "streamshard: loading the "
+                        + "native scheduler; add --enable-native-access=ALL-UNNAMED to the java command to allow it "
+                        + "without the JVM's warning");
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // Before Java 22 there is no such check, and no warning.
+        }
+    }
+
     /** Extracts {@code resource} from {@code loader} and loads it. Visible for tests. */
     static Path load(String resource, ClassLoader loader) {
         String os = System.getProperty("os.name", "?");
@@ -60,6 +78,7 @@ public final class NativeLibrary {
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
             file.toFile().deleteOnExit();
             dir.toFile().deleteOnExit();
+            adviseNativeAccess();
             System.load(file.toAbsolutePath().toString());
             return file;
         } catch (IOException e) {

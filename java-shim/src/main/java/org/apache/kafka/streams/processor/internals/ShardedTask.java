@@ -96,8 +96,8 @@ public final class ShardedTask {
         } catch (ShardTaskFailedException e) {
             // A worker failed after the check above: its own exception, as the drain does.
             Throwable f = shard == null ? null : shard.failure();
-            if (f instanceof StreamsException se) {
-                throw se;
+            if (f instanceof StreamsException) {
+                throw (StreamsException) f;
             }
             throw new StreamsException(e.getMessage(), f != null ? f : e, task.id());
         } catch (StreamsException | org.apache.kafka.common.errors.TimeoutException e) {
@@ -118,8 +118,7 @@ public final class ShardedTask {
         }
         @SuppressWarnings("unchecked")
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
-        ProcessorRecordContext recordContext = new ProcessorRecordContext(record.timestamp, record.offset(),
-                record.partition(), record.topic(), record.headers(), record.rawKey(), record.rawValue());
+        ProcessorRecordContext recordContext = StreamShardCompat.COMPAT.context(record);
         Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
                 task.streamTime());
         if (runInline()) {
@@ -131,7 +130,8 @@ public final class ShardedTask {
         }
         int partition = partitions.computeIfAbsent(info.partition(), k -> partitions.size());
         long deadline = 0;
-        while (!shard.submit(partition, record.offset(), record.rawKey(), t)) {
+        byte[] rawKey = StreamShardCompat.COMPAT.rawKey(record);
+        while (!shard.submit(partition, record.offset(), rawKey, t)) {
             // Only when another StreamThread took the last global slots (isProcessable checked).
             if (deadline == 0) {
                 deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs());
@@ -151,14 +151,17 @@ public final class ShardedTask {
      */
     private boolean runInline() {
         switch (inline.next()) {
-            case TO_INLINE -> {
+            case TO_INLINE:
                 drain();
                 StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
                         + "below {}", task.id(), inline.averageNanos() / 1000.0, StreamShardConfig.INLINE_BELOW_US);
-            }
-            case TO_WORKERS -> StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers "
-                    + "again: {} µs each", task.id(), inline.averageNanos() / 1000.0);
-            case STAY -> { }
+                break;
+            case TO_WORKERS:
+                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
+                        + "each", task.id(), inline.averageNanos() / 1000.0);
+                break;
+            default:
+                break;
         }
         return inline.inline();
     }
@@ -232,11 +235,11 @@ public final class ShardedTask {
     /** Rethrows a worker's failure unchanged where possible, so the stock error path runs. */
     private static void rethrowFailure(ShardExecutor.ShardTask shard) {
         Throwable f = shard.failure();
-        if (f instanceof RuntimeException r) {
-            throw r;
+        if (f instanceof RuntimeException) {
+            throw (RuntimeException) f;
         }
-        if (f instanceof Error e) {
-            throw e;
+        if (f instanceof Error) {
+            throw (Error) f;
         }
         if (f != null) {
             throw new ShardTaskFailedException(shard.id(), f);
@@ -246,8 +249,20 @@ public final class ShardedTask {
     // ---------------------------------------------------------------- one record
 
     /** A forward into the serial region, captured on a worker. */
-    private record Parked(ProcessorNode<Object, Object, ?, ?> child, Record<Object, Object> record,
-            ProcessorRecordContext recordContext, long systemTimeMs) {}
+    private static final class Parked {
+        final ProcessorNode<Object, Object, ?, ?> child;
+        final Record<Object, Object> record;
+        final ProcessorRecordContext recordContext;
+        final long systemTimeMs;
+
+        Parked(ProcessorNode<Object, Object, ?, ?> child, Record<Object, Object> record,
+                ProcessorRecordContext recordContext, long systemTimeMs) {
+            this.child = child;
+            this.record = record;
+            this.recordContext = recordContext;
+            this.systemTimeMs = systemTimeMs;
+        }
+    }
 
     /**
      * One record of the task, from dequeue to the end of its serial part. Built on the
@@ -339,8 +354,7 @@ public final class ShardedTask {
                 captured = lastCaptured;
             } else {
                 headers = new RecordHeaders(record.headers().toArray());
-                captured = rc == null ? null : new ProcessorRecordContext(rc.timestamp(), rc.offset(),
-                        rc.partition(), rc.topic(), headers, rc.sourceRawKey(), rc.sourceRawValue());
+                captured = rc == null ? null : StreamShardCompat.COMPAT.withHeaders(rc, headers);
                 lastHeaders = record.headers();
                 lastCopy = headers;
                 lastContext = rc;
@@ -380,12 +394,12 @@ public final class ShardedTask {
 
         private void replay(ArrayList<Parked> p) {
             for (Parked f : p) {
-                StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext(), f.child(),
-                        f.systemTimeMs(), streamTime, null));
+                StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext, f.child,
+                        f.systemTimeMs, streamTime, null));
                 try {
-                    f.child().process(f.record());
-                    if (f.child().isTerminalNode()) {
-                        owner.task.maybeRecordE2ELatency(f.record().timestamp(), f.systemTimeMs(), f.child().name());
+                    f.child.process(f.record);
+                    if (f.child.isTerminalNode()) {
+                        owner.task.maybeRecordE2ELatency(f.record.timestamp(), f.systemTimeMs, f.child.name());
                     }
                 } finally {
                     StreamShardFrames.pop();

@@ -86,6 +86,65 @@ public final class StreamShardAdvice {
         }
     }
 
+    /**
+     * StreamTask.prepareCommit() entry, before Kafka Streams 4.1: a commit, unless the StreamThread
+     * is closing tasks dirty (see {@link DirtyClose}).
+     */
+    public static final class PrepareCommitBefore41 {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.beforeCommit(!StreamShardInstances.closingDirty());
+            }
+        }
+    }
+
+    /**
+     * TaskManager's methods that close tasks dirty, before Kafka Streams 4.1: while one runs on a
+     * StreamThread, its prepareCommit() calls are part of the dirty close.
+     */
+    public static final class DirtyClose {
+        @Advice.OnMethodEnter
+        static void enter() {
+            StreamShardInstances.dirtyClose(true);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit() {
+            StreamShardInstances.dirtyClose(false);
+        }
+    }
+
+    /**
+     * StreamTask.maybeAddTerminalE2ELatency (4.2.x, 4.4.x): the terminal end-to-end latency goes
+     * into an accumulator of plain fields that the StreamThread flushes. A worker's forward into a
+     * terminal node records that latency per record instead (the synchronized sensor, as 4.3 does);
+     * on the StreamThread the stock body runs.
+     */
+    public static final class TerminalLatency {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("processorContext") Object context,
+                @Advice.Argument(0) long timestamp, @Advice.Argument(1) String node) {
+            StreamShardFrames.Frame f = StreamShardFrames.of(context);
+            if (f == null) {
+                return false;
+            }
+            task.maybeRecordE2ELatency(timestamp, f.systemTimeMs, node);
+            return true;
+        }
+    }
+
+    /** RecordDeserializer.deserialize exit, before Kafka Streams 4.1: the result keeps the raw bytes. */
+    public static final class CarryRawBytes {
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(1) org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> raw,
+                @Advice.Return(readOnly = false)
+                        org.apache.kafka.clients.consumer.ConsumerRecord<Object, Object> deserialized) {
+            deserialized = StreamShardCompat.Upto40.carry(deserialized, raw);
+        }
+    }
+
     /** StreamTask.suspend entry. */
     public static final class Quiesce {
         @Advice.OnMethodEnter

@@ -52,6 +52,19 @@ public final class StreamShardInstances {
     private static final Map<Object, ReentrantLock> BEGIN_LOCKS = Collections.synchronizedMap(new WeakHashMap<>());
 
     /** The task's streamshard state, or null if it runs stock. */
+    /** Per StreamThread: how deep it is in a dirty close of tasks (before Kafka Streams 4.1). */
+    private static final ThreadLocal<int[]> DIRTY = ThreadLocal.withInitial(() -> new int[1]);
+
+    /** TaskManager's dirty-close methods, entry and exit (before 4.1, where prepareCommit has no flag). */
+    public static void dirtyClose(boolean entering) {
+        DIRTY.get()[0] += entering ? 1 : -1;
+    }
+
+    /** Whether this thread is closing tasks dirty, so a prepareCommit() now is no commit. */
+    public static boolean closingDirty() {
+        return DIRTY.get()[0] > 0;
+    }
+
     public static ShardedTask task(StreamTask task) {
         return TASKS.get(task);
     }
@@ -94,14 +107,14 @@ public final class StreamShardInstances {
             LOG.error("streamshard: instrumentation failed ({}); {} runs stock", AgentState.failure(), clientId);
             return;
         }
-        String why = instanceStockReason(config);
+        String why = instanceStockReason(config.originals());
         if (why != null) {
             LOG.warn("streamshard: {}; {} runs stock (serial)", why, clientId);
             return;
         }
         ShardExecutor executor = ShardExecutor.create(cfg, "streamshard");
         Object keySerde = config.originals().get(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG);
-        String defaultKeySerde = keySerde instanceof Class<?> c ? c.getName() : keySerde == null ? null
+        String defaultKeySerde = keySerde instanceof Class<?> ? ((Class<?>) keySerde).getName() : keySerde == null ? null
                 : keySerde.toString().trim();
         Instance instance = new Instance(streams, cfg, executor, defaultKeySerde);
         INSTANCES.put(metrics, instance);
@@ -109,12 +122,30 @@ public final class StreamShardInstances {
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
     }
 
-    private static String instanceStockReason(StreamsConfig config) {
-        Object threads = config.originals().get("__processing.threads.enabled__");
-        if (threads != null && Boolean.parseBoolean(threads.toString())) {
+    /** Why an instance with these settings runs stock, or null. */
+    static String instanceStockReason(Map<String, Object> o) {
+        if (on(o.get("__processing.threads.enabled__"))) {
             return "Kafka Streams processing threads (__processing.threads.enabled__) are on";
         }
+        Object guarantee = o.get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG);
+        if (guarantee != null && "exactly_once".equals(guarantee.toString().trim())) {
+            // Kafka Streams 3.x only: one producer per task; streamshard is verified with exactly_once_v2.
+            return "processing.guarantee=exactly_once (the deprecated per-task producers of 3.x) is not verified "
+                    + "with streamshard; exactly_once_v2 is";
+        }
+        if (on(o.get(TRANSACTIONAL_STATE_STORES))) {
+            // 4.4: every store buffers its writes per store, and the thread that opened a store reads its
+            // buffer without the lock other threads take.
+            return TRANSACTIONAL_STATE_STORES + "=true (KIP-892 transaction buffers) is not verified with streamshard";
+        }
         return null;
+    }
+
+    /** Kafka Streams 4.4's KIP-892 switch (by name: the constant does not exist before 4.4). */
+    static final String TRANSACTIONAL_STATE_STORES = "enable.transactional.statestores";
+
+    private static boolean on(Object v) {
+        return v != null && Boolean.parseBoolean(v.toString().trim());
     }
 
     /** KafkaStreams.setState entry: the final states stop the instance's workers (once). */
@@ -168,7 +199,7 @@ public final class StreamShardInstances {
     /** InternalTopologyBuilder.rewriteTopology exit: no caching layer on the parallel path. */
     public static void disableCaching(StreamsConfig config, Map<String, StoreFactory> factories) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
-        if (!cfg.enabled() || instanceStockReason(config) != null) {
+        if (!cfg.enabled() || instanceStockReason(config.originals()) != null) {
             return;
         }
         factories.replaceAll((name, f) -> f.withCachingDisabled());

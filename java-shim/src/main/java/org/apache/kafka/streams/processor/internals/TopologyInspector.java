@@ -56,7 +56,8 @@ public final class TopologyInspector {
                 userStores = !other.isEmpty();
             }
             String keyFormat = null;
-            if (node instanceof SourceNode<?, ?> source) {
+            if (node instanceof SourceNode<?, ?>) {
+                SourceNode<?, ?> source = (SourceNode<?, ?>) node;
                 Object d = fieldOf(SourceNode.class, source, "keyDeserializer");
                 keyFormat = d != null ? d.getClass().getName() : defaultKeySerde;
             }
@@ -96,7 +97,7 @@ public final class TopologyInspector {
             if (layer instanceof KeyValueStore<?, ?>) {
                 kind = StoreInfo.Kind.KEY_VALUE;
             }
-            layer = layer instanceof WrappedStateStore<?, ?, ?> w ? w.wrapped() : null;
+            layer = layer instanceof WrappedStateStore<?, ?, ?> ? ((WrappedStateStore<?, ?, ?>) layer).wrapped() : null;
         }
         return kind;
     }
