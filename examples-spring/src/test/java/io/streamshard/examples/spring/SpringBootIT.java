@@ -1,0 +1,127 @@
+package io.streamshard.examples.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Spring Boot example as users run it: {@code java -javaagent:streamshard.jar -jar app.jar}
+ * (Boot's nested-jar class loader, Kafka Streams only inside the fat jar), on the test broker.
+ * Every task runs parallel, per the application's own {@code StreamShard.explain} call, and every
+ * customer's final count and total are exact.
+ */
+class SpringBootIT {
+    private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
+    private static final int RECORDS = 3000;
+    private static final int CUSTOMERS = 300;
+    private static final int PARTITIONS = 4;
+
+    @Test
+    void theFatJarRunsEveryTaskParallelWithExactResults() throws Exception {
+        String suffix = UUID.randomUUID().toString().substring(0, 8);
+        String input = "spring-orders-" + suffix;
+        String output = "spring-totals-" + suffix;
+        Properties common = new Properties();
+        common.put("bootstrap.servers", BOOTSTRAP);
+        try (Admin admin = Admin.create(common)) {
+            admin.createTopics(List.of(new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(output, PARTITIONS,
+                    (short) 1))).all().get();
+        }
+        Map<String, long[]> expected = new HashMap<>();
+        Properties pp = new Properties();
+        pp.putAll(common);
+        pp.put("key.serializer", StringSerializer.class.getName());
+        pp.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < RECORDS; i++) {
+                String customer = "c-" + (i * 7919 % CUSTOMERS);
+                int amount = i % 10 + 1;
+                long[] e = expected.computeIfAbsent(customer, k -> new long[2]);
+                e[0]++;
+                e[1] += amount;
+                p.send(new ProducerRecord<>(input, customer, Integer.toString(amount)));
+            }
+            p.flush();
+        }
+
+        File log = Files.createTempFile("streamshard-spring", ".log").toFile();
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        Process app = new ProcessBuilder(List.of(java.toString(),
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-jar",
+                System.getProperty("streamshard.app.jar"), "--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
+                "--spring.kafka.streams.application-id=it-spring-" + suffix,
+                "--spring.kafka.streams.properties.state.dir=" + Files.createTempDirectory("spring-state"),
+                "--app.input=" + input, "--app.output=" + output))
+                .redirectErrorStream(true).redirectOutput(log).start();
+        Map<String, String> latest = new HashMap<>();
+        try {
+            Properties cp = new Properties();
+            cp.putAll(common);
+            cp.put("group.id", "it-spring-reader-" + suffix);
+            cp.put("auto.offset.reset", "earliest");
+            cp.put("key.deserializer", StringDeserializer.class.getName());
+            cp.put("value.deserializer", StringDeserializer.class.getName());
+            try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
+                c.subscribe(List.of(output));
+                long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
+                while (!done(expected, latest) && System.nanoTime() < deadline) {
+                    assertThat(app.isAlive()).as("the app is alive; log %s", log).isTrue();
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                        latest.put(r.key(), r.value());
+                    }
+                }
+            }
+            String text = waitFor(log, "streamshard explain: ");
+            assertThat(text).as("log %s", log).contains("streamshard: agent installed on Kafka Streams 4.1")
+                    .doesNotContain("cannot instrument").doesNotContain("could not start");
+            String explain = text.lines().filter(l -> l.startsWith("streamshard explain: ")).findFirst().orElseThrow();
+            for (int p = 0; p < PARTITIONS; p++) {
+                assertThat(explain).as("log %s", log).contains("0_" + p + "=parallel");
+            }
+            assertThat(explain).doesNotContain("serial");
+        } finally {
+            app.destroy();
+            app.waitFor();
+        }
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            assertThat(latest.get(e.getKey())).as("customer %s; log %s", e.getKey(), log)
+                    .isEqualTo(e.getValue()[0] + ":" + e.getValue()[1]);
+        }
+    }
+
+    private static boolean done(Map<String, long[]> expected, Map<String, String> latest) {
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            if (!(e.getValue()[0] + ":" + e.getValue()[1]).equals(latest.get(e.getKey()))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String waitFor(File log, String text) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        String s = Files.readString(log.toPath());
+        while (!s.contains(text) && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            s = Files.readString(log.toPath());
+        }
+        return s;
+    }
+}
