@@ -234,8 +234,24 @@ public final class StreamShardAgent {
         }
     }
 
+    /**
+     * The class loader whose class path has the streamshard jar (its helpers' class files, the
+     * index): the agent's own, or the system class loader when the agent's layer was put on the
+     * bootstrap path (see {@code Premain}).
+     */
+    static ClassLoader jarLoader() {
+        ClassLoader own = StreamShardAgent.class.getClassLoader();
+        return own != null ? own : ClassLoader.getSystemClassLoader();
+    }
+
     private static Loader decide(ClassLoader loader) throws Exception {
-        ClassLoader ours = StreamShardAgent.class.getClassLoader();
+        ClassLoader ours = jarLoader();
+        if (!sees(loader, AgentState.class)) {
+            AgentLog.error(loader, "streamshard: this class loader (" + loader + ") does not see the agent's classes "
+                    + "(start the JVM with -javaagent:streamshard.jar); nothing was changed, its application runs "
+                    + "stock (serial)", null);
+            return new Loader(false, "?", Map.of());
+        }
         ClassFileLocator locator = new ClassFileLocator.Compound(ClassFileLocator.ForClassLoader.of(loader),
                 ClassFileLocator.ForClassLoader.of(ours));
         TypePool pool = TypePool.Default.of(locator);
@@ -307,6 +323,15 @@ public final class StreamShardAgent {
             int major = Integer.parseInt(v[0]) - Integer.parseInt(m[0]);
             return major < 0 || major == 0 && Integer.parseInt(v[1]) < Integer.parseInt(m[1]);
         } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Whether {@code loader} resolves {@code type}'s name to {@code type} itself (one shared copy). */
+    private static boolean sees(ClassLoader loader, Class<?> type) {
+        try {
+            return Class.forName(type.getName(), false, loader) == type;
+        } catch (ClassNotFoundException | LinkageError e) {
             return false;
         }
     }

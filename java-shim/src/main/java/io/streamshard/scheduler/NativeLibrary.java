@@ -28,7 +28,9 @@ public final class NativeLibrary {
         }
         synchronized (NativeLibrary.class) {
             if (!loaded) {
-                load(RESOURCE, NativeLibrary.class.getClassLoader());
+                // On the bootstrap path (see Premain) this class has no loader: the jar is the system one's.
+                ClassLoader own = NativeLibrary.class.getClassLoader();
+                load(RESOURCE, own != null ? own : ClassLoader.getSystemClassLoader());
                 loaded = true;
             }
         }
@@ -43,7 +45,7 @@ public final class NativeLibrary {
             Module m = NativeLibrary.class.getModule();
             Object on = Module.class.getMethod("isNativeAccessEnabled").invoke(m);
             if (Boolean.FALSE.equals(on)) {
-                io.streamshard.agent.AgentLog.info(NativeLibrary.class.getClassLoader(), "streamshard: loading the "
+                io.streamshard.agent.AgentLog.info(ClassLoader.getSystemClassLoader(), "streamshard: loading the "
                         + "native scheduler; add --enable-native-access=ALL-UNNAMED to the java command to allow it "
                         + "without the JVM's warning");
             }
