@@ -247,6 +247,14 @@ share.coordinator.state.topic.num.partitions=8
 # No waiting for more members before the first rebalance.
 group.initial.rebalance.delay.ms=0
 
+# The streams rebalance protocol (KIP-1071) keeps the session on the broker: a short one, so a
+# test's killed member leaves the group in seconds (as main.consumer.session.timeout.ms does for
+# the classic protocol).
+group.streams.min.session.timeout.ms=6000
+group.streams.session.timeout.ms=6000
+group.streams.min.heartbeat.interval.ms=1000
+group.streams.heartbeat.interval.ms=1000
+
 # A 2-core CI machine: fewer threads than the defaults.
 num.network.threads=2
 num.io.threads=4

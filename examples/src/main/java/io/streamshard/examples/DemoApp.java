@@ -20,11 +20,18 @@ public final class DemoApp {
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put("streamshard.workers", Integer.toString(workers));
         // The crash test restarts a killed instance: a short session lets the group move on quickly.
+        // (Under the streams rebalance protocol, KIP-1071, the broker sets the session instead.)
         String stateDir = System.getProperty("streamshard.it.state.dir");
+        boolean streamsProtocol = "streams".equals(System.getProperty("streamshard.it.group.protocol"));
+        if (streamsProtocol) {
+            p.put("group.protocol", "streams");
+        }
         if (stateDir != null) {
             p.put("state.dir", stateDir);
-            p.put("main.consumer.session.timeout.ms", "6000");
-            p.put("main.consumer.heartbeat.interval.ms", "1000");
+            if (!streamsProtocol) {
+                p.put("main.consumer.session.timeout.ms", "6000");
+                p.put("main.consumer.heartbeat.interval.ms", "1000");
+            }
         }
         if (Boolean.getBoolean("streamshard.it.eos")) {
             p.put("processing.guarantee", "exactly_once_v2");

@@ -24,11 +24,13 @@ class CrashIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     private static final int RECORDS = 4_000;
 
-    private static Process start(String appId, String suffix, File stateDir, File log, boolean eos) throws Exception {
+    private static Process start(String appId, String suffix, File stateDir, File log, boolean eos, String protocol)
+            throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-javaagent:" + System.getProperty("streamshard.agent.jar"));
         cmd.add("-Dstreamshard.it.eos=" + eos);
+        cmd.add("-Dstreamshard.it.group.protocol=" + protocol);
         cmd.add("-Dstreamshard.it.state.dir=" + stateDir);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
@@ -48,17 +50,30 @@ class CrashIT {
 
     @Test
     void killedMidStreamAndRestartedLosesNothing() throws Exception {
-        crashAndRestart(false);
+        crashAndRestart(false, "classic");
     }
 
     /** Exactly-once: nothing missing and nothing twice in the committed output. */
     @Test
     void underExactlyOnceKilledAndRestartedLosesAndDuplicatesNothing() throws Exception {
-        crashAndRestart(true);
+        crashAndRestart(true, "classic");
     }
 
-    private void crashAndRestart(boolean eos) throws Exception {
-        String suffix = Inputs.suffix(eos ? "crasheos" : "crash");
+    /** The same under the streams rebalance protocol (KIP-1071, Kafka Streams 4.2 and later). */
+    @Test
+    void streamsProtocolKilledAndRestartedLosesNothing() throws Exception {
+        StreamsProtocol.assumeSupported();
+        crashAndRestart(false, "streams");
+    }
+
+    @Test
+    void streamsProtocolUnderExactlyOnceKilledAndRestartedLosesAndDuplicatesNothing() throws Exception {
+        StreamsProtocol.assumeSupported();
+        crashAndRestart(true, "streams");
+    }
+
+    private void crashAndRestart(boolean eos, String protocol) throws Exception {
+        String suffix = Inputs.suffix((eos ? "crasheos" : "crash") + protocol.charAt(0));
         String appId = "it" + suffix;
         String input = EnrichmentApp.INPUT + suffix;
         EnrichmentApp.prepare(BOOTSTRAP, suffix, 4, 10_000);
@@ -66,7 +81,7 @@ class CrashIT {
         File state = Files.createTempDirectory("streamshard-crash").toFile();
         File log = Files.createTempFile("streamshard-crash", ".log").toFile();
 
-        Process first = start(appId, suffix, state, log, eos);
+        Process first = start(appId, suffix, state, log, eos, protocol);
         long atKill;
         Properties props = new Properties();
         props.put("bootstrap.servers", BOOTSTRAP);
@@ -83,7 +98,7 @@ class CrashIT {
         }
         assertThat(atKill).as("killed mid-stream").isLessThan(RECORDS);
 
-        Process second = start(appId, suffix, state, log, eos);
+        Process second = start(appId, suffix, state, log, eos, protocol);
         try {
             Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () ->
                     assertThat(second.isAlive()).as("second run alive; log %s", log).isTrue());
