@@ -65,6 +65,11 @@ class ErrorsIT {
     }
 
     private KafkaStreams app(String[] t, boolean continueOnError, String where) throws Exception {
+        return app(t, continueOnError, where, true);
+    }
+
+    private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard)
+            throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         var in = b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()));
         var checked = !where.equals("serial") ? in.mapValues(this::check)
@@ -78,6 +83,7 @@ class ErrorsIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, t[2]);
         p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         p.put("streamshard.inline.below.us", where.equals("inline") ? "1000000" : "0");
+        p.put("streamshard.enabled", Boolean.toString(streamshard));
         if (continueOnError) {
             p.put("processing.exception.handler", LogAndContinueProcessingExceptionHandler.class.getName());
         }
@@ -121,5 +127,27 @@ class ErrorsIT {
         boolean found = Inputs.causedBy(root,
                 c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
         assertThat(found).as("the poison record's exception is in the cause chain of %s", root).isTrue();
+
+        // Stock on the same input fails the same way: the same processing error, naming the same
+        // task, processor, partition and offset (a worker's failure used to reach the stock error
+        // path with no current node: a NullPointerException on 3.9, another record's offset on 4.x).
+        Throwable stockRoot;
+        try (KafkaStreams stock = app(new String[] {t[0], t[1], t[2] + "-stock"}, false, where, false)) {
+            stockRoot = Inputs.runUntilError(stock, Duration.ofMinutes(2), () -> { }, () -> { });
+        }
+        String expected = processError(stockRoot);
+        assertThat(expected).as("stock's processing error in %s", stockRoot).isNotNull();
+        assertThat(processError(root)).as("the processing error in %s", root).isEqualTo(expected);
+        assertThat(Inputs.causedBy(root, c -> c instanceof NullPointerException)).as("%s", root).isFalse();
+    }
+
+    /** The message of stock's processing-error exception in {@code root}'s cause chain, or null. */
+    private static String processError(Throwable root) {
+        for (Throwable c = root; c != null; c = c.getCause()) {
+            if (c.getMessage() != null && c.getMessage().startsWith("Exception caught in process.")) {
+                return c.getMessage();
+            }
+        }
+        return null;
     }
 }

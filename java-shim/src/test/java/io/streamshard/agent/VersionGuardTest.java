@@ -101,8 +101,10 @@ class VersionGuardTest {
     void aVersionOlderThanTheOldestServedIsRefusedWithOneError() throws Exception {
         try (ClassFileLocator l = locator("3.7.2", "3.7.2")) {
             List<String> problems = StreamShardAgent.verify(TypePool.Default.of(l), "3.7.2", index()).problems;
+            // Its age, and what the helpers use that it lacks (3.7 has no FailedProcessingException).
             assertThat(problems).containsExactly(
-                    "Kafka Streams 3.7.2 is older than 3.9, the oldest version streamshard serves");
+                    "Kafka Streams 3.7.2 is older than 3.9, the oldest version streamshard serves",
+                    "class org.apache.kafka.streams.errors.internals.FailedProcessingException not found");
             String log = stderrOf(() -> assertThat(StreamShardAgent.guard(null, problems, "3.7.2")).isFalse());
             assertThat(log).contains("ERROR").contains("cannot instrument Kafka Streams 3.7.2")
                     .contains("older than 3.9").contains("runs stock");

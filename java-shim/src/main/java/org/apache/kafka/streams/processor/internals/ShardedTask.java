@@ -232,6 +232,15 @@ public final class ShardedTask {
         }
     }
 
+    /** {@code FailedProcessingException.failedProcessorNodeName()} (Kafka Streams 4.0+), or null. */
+    static String failedNode(RuntimeException e) {
+        try {
+            return (String) e.getClass().getMethod("failedProcessorNodeName").invoke(e);
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError x) {
+            return null;
+        }
+    }
+
     /** Rethrows a worker's failure unchanged where possible, so the stock error path runs. */
     private static void rethrowFailure(ShardExecutor.ShardTask shard) {
         Throwable f = shard.failure();
@@ -324,6 +333,8 @@ public final class ShardedTask {
                     streamTime, parkOn));
             try {
                 source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
+            } catch (RuntimeException e) {
+                throw asStock(e);
             } finally {
                 StreamShardFrames.pop();
                 if (timing) {
@@ -392,6 +403,35 @@ public final class ShardedTask {
             }
         }
 
+        /**
+         * What stock's {@code StreamTask.process} turns a processing failure into, built here, where
+         * the failed record is known: stock formats its message from the task's current record and
+         * its context's current node, which on the StreamThread are another record (or none) and
+         * null by the time a worker's failure is rethrown there (a NullPointerException that hid the
+         * cause). Stock names the node a {@code FailedProcessingException} carries (4.0+), else the
+         * context's current node, which its forwards have restored to the source by then.
+         */
+        private RuntimeException asStock(RuntimeException e) {
+            if (e instanceof org.apache.kafka.streams.errors.internals.FailedProcessingException) {
+                String message = e.getMessage();
+                if (message == null) {
+                    String node = failedNode(e);
+                    message = stockMessage(node != null ? node : source.name());
+                }
+                return new StreamsException(message, e.getCause());
+            }
+            if (e instanceof StreamsException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
+                return e; // stock rethrows these as they are
+            }
+            return new StreamsException(stockMessage(source.name()), e);
+        }
+
+        private String stockMessage(String node) {
+            return String.format("Exception caught in process. taskId=%s, processor=%s, topic=%s, partition=%d, "
+                    + "offset=%d", owner.task.id(), node, recordContext.topic(), recordContext.partition(),
+                    recordContext.offset());
+        }
+
         private void replay(ArrayList<Parked> p) {
             for (Parked f : p) {
                 StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext, f.child,
@@ -401,6 +441,8 @@ public final class ShardedTask {
                     if (f.child.isTerminalNode()) {
                         owner.task.maybeRecordE2ELatency(f.record.timestamp(), f.systemTimeMs, f.child.name());
                     }
+                } catch (RuntimeException e) {
+                    throw asStock(e);
                 } finally {
                     StreamShardFrames.pop();
                 }
