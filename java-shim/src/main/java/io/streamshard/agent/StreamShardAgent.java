@@ -94,6 +94,7 @@ public final class StreamShardAgent {
             new Hook(STREAM_TASK, "closeClean", List.of(), ADVICE + "CloseClean", List.of()),
             new Hook(STREAM_TASK, "prepareRecycle", List.of(), ADVICE + "CloseClean", List.of()),
             new Hook(STREAM_TASK, "closeDirty", List.of(), ADVICE + "CloseDirty", List.of()),
+            new Hook(P + "AbstractTask", "revive", List.of(), ADVICE + "Revive", List.of()),
             new Hook(STREAM_TASK, "maybePunctuateStreamTime", List.of(), ADVICE + "PunctuateStreamTime",
                     List.of()),
             new Hook(PCI, "forwardInternal", List.of(P + "ProcessorNode", "org.apache.kafka.streams.processor.api.Record"),

@@ -75,7 +75,7 @@ class VersionGuardTest {
             assertThat(applied.contains("CarryRawBytes")).isEqualTo(before41);
             assertThat(applied.stream().filter("DirtyClose"::equals).count()).isEqualTo(before41 ? 2 : 0);
             assertThat(applied.contains("TerminalLatency")).isEqualTo(accumulator);
-            assertThat(applied).contains("DoProcess", "ForwardInternal", "TaskCreated", "InstanceCreated");
+            assertThat(applied).contains("DoProcess", "ForwardInternal", "TaskCreated", "InstanceCreated", "Revive");
         }
     }
 

@@ -199,6 +199,14 @@ public final class StreamShardAdvice {
         }
     }
 
+    /** AbstractTask.revive exit: the same task object, closed dirty, is brought back. */
+    public static final class Revive {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object task) {
+            StreamShardInstances.taskRevived(task);
+        }
+    }
+
     /** StreamTask.closeDirty entry. */
     public static final class CloseDirty {
         @Advice.OnMethodEnter

@@ -240,6 +240,32 @@ public final class StreamShardInstances {
         ShardedTask s = TASKS.remove(task);
         if (s != null) {
             s.close(clean);
+            if (!clean) {
+                // Kafka Streams may revive this very object (task corruption): it then runs parallel
+                // again, from a fresh scheduler registration. Weakly held, so a task dropped for good
+                // is not kept.
+                synchronized (DORMANT) {
+                    DORMANT.put(task, s);
+                }
+            }
+        }
+    }
+
+    /** Tasks closed dirty, until Kafka Streams revives them in place (or drops them). */
+    private static final Map<StreamTask, ShardedTask> DORMANT = new java.util.WeakHashMap<>();
+
+    /** AbstractTask.revive exit: a task closed dirty is back (CREATED); it runs with streamshard again. */
+    public static void taskRevived(Object task) {
+        if (!(task instanceof StreamTask)) {
+            return; // a standby task
+        }
+        ShardedTask s;
+        synchronized (DORMANT) {
+            s = DORMANT.remove(task);
+        }
+        if (s != null && BY_STREAMS.containsValue(s.instance) && AgentState.failure() == null) {
+            TASKS.put((StreamTask) task, s);
+            LOG.info("streamshard: task {} revived after a dirty close; it runs with streamshard again", s.task.id());
         }
     }
 }
