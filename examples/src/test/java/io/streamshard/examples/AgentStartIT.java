@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,5 +31,39 @@ class AgentStartIT {
         assertThat(p.exitValue()).as(out).isZero();
         assertThat(out).contains("bare main ran").doesNotContain("Exception").doesNotContain("ERROR")
                 .doesNotContain("WARNING");
+    }
+
+    /** Temurin 25, where it is installed (CI machines have it): no warning from the agent. */
+    static final Path JDK25 = Path.of(System.getProperty("streamshard.it.jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"));
+
+    static String run(List<String> cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.exitValue()).as(out).isZero();
+        return out;
+    }
+
+    @Test
+    void onJdk25WithNativeAccessEnabledTheAgentCausesNoWarning() throws Exception {
+        Path java = JDK25.resolve("bin/java");
+        Assumptions.assumeTrue(Files.isExecutable(java), "no JDK 25 at " + JDK25);
+        String out = run(List.of(java.toString(), "--enable-native-access=ALL-UNNAMED",
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp", System.getProperty("java.class.path"),
+                CreateOnlyMain.class.getName()));
+        assertThat(out).contains("streamshard active: true").doesNotContain("WARNING");
+    }
+
+    @Test
+    void onJdk25WithoutTheFlagOnlyTheNativeLoadWarnsAndTheAgentNamesTheFlag() throws Exception {
+        Path java = JDK25.resolve("bin/java");
+        Assumptions.assumeTrue(Files.isExecutable(java), "no JDK 25 at " + JDK25);
+        String out = run(List.of(java.toString(), "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp",
+                System.getProperty("java.class.path"), CreateOnlyMain.class.getName()));
+        assertThat(out).contains("streamshard active: true")
+                .contains("add --enable-native-access=ALL-UNNAMED to the java command").doesNotContain("sun.misc.Unsafe");
+        assertThat(out.lines().filter(l -> l.startsWith("WARNING")))
+                .allSatisfy(l -> assertThat(l).containsAnyOf("restricted method", "System::load",
+                        "--enable-native-access", "Restricted methods"));
     }
 }
