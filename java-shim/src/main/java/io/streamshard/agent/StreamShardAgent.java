@@ -66,7 +66,7 @@ public final class StreamShardAgent {
                     "org.apache.kafka.common.utils.Time", P + "ProcessorStateManager", P + "RecordCollector",
                     P + "InternalProcessorContext", "org.apache.kafka.common.utils.LogContext|org.apache.kafka.common.utils.internals.LogContext",
                     "boolean"),
-                    ADVICE + "TaskCreated", List.of("streamsMetrics")),
+                    ADVICE + "TaskCreated", List.of("streamsMetrics", "processLatencySensor")),
             new Hook(STREAM_TASK, "doProcess", List.of("long"), ADVICE + "DoProcess",
                     List.of("record", "recordInfo")),
             new Hook(STREAM_TASK, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),

@@ -50,8 +50,13 @@ public final class ShardedTask {
     private final SerialRegion serialRegion;
     private ShardExecutor.ShardTask shard;
 
-    ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification) {
+    /** The task's own process-latency sensor (DEBUG), recorded for the records streamshard runs. */
+    private final org.apache.kafka.common.metrics.Sensor processLatency;
+
+    ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification,
+            org.apache.kafka.common.metrics.Sensor processLatency) {
         this.instance = instance;
+        this.processLatency = processLatency;
         this.task = task;
         this.context = task.processorContext;
         this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
@@ -70,6 +75,15 @@ public final class ShardedTask {
             serialNodes = null;
             serialRegion = null;
         }
+    }
+
+    /**
+     * Whether the task's process-latency sensor records now (its level, DEBUG, is enabled), as
+     * stock's {@code maybeMeasureLatency} asks: the time of the whole processor chain for one record,
+     * in nanoseconds, whichever thread runs it.
+     */
+    boolean measureLatency() {
+        return processLatency != null && processLatency.shouldRecord() && processLatency.hasMetrics();
     }
 
     private ShardExecutor.ShardTask shard() {
@@ -119,6 +133,8 @@ public final class ShardedTask {
         @SuppressWarnings("unchecked")
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
         ProcessorRecordContext recordContext = StreamShardCompat.COMPAT.context(record);
+        // As stock's doProcess: the source node's end-to-end latency, at dequeue, on the StreamThread.
+        task.maybeRecordE2ELatency(record.timestamp, wallClockTime, source.name());
         Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
                 task.streamTime());
         if (runInline()) {
@@ -291,6 +307,8 @@ public final class ShardedTask {
         private ArrayList<Parked> parked;
         /** The parallel part's run time, ns, until the serial part adds its own (SPLIT tasks). */
         private long parallelNanos;
+        /** Whether the serial part owes the process-latency sensor this record's whole time. */
+        private boolean latencyPending;
         /** The last forward's headers as the parallel node gave them, and the copy parked for them. */
         private Headers lastHeaders;
         private Headers lastCopy;
@@ -327,7 +345,9 @@ public final class ShardedTask {
         }
 
         private void runParallelPart(Ticket parkOn) {
-            boolean timing = owner.inline.timing();
+            boolean measured = owner.measureLatency();
+            boolean inlineTiming = owner.inline.timing();
+            boolean timing = inlineTiming || measured;
             long started = timing ? System.nanoTime() : 0;
             StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
                     streamTime, parkOn));
@@ -341,8 +361,14 @@ public final class ShardedTask {
                     long took = System.nanoTime() - started;
                     if (parkOn != null && owner.serialRegion != null) {
                         parallelNanos = took; // the whole record is timed once its serial part ran
+                        latencyPending = measured;
                     } else {
-                        owner.inline.timed(took);
+                        if (inlineTiming) {
+                            owner.inline.timed(took);
+                        }
+                        if (measured) {
+                            owner.processLatency.record(took);
+                        }
                     }
                 }
             }
@@ -387,18 +413,29 @@ public final class ShardedTask {
             lastCopy = null;
             lastContext = null;
             lastCaptured = null;
+            boolean measured = latencyPending;
+            latencyPending = false;
             if (p == null) {
                 if (owner.inline.timing()) {
                     owner.inline.timed(parallelNanos);
                 }
+                if (measured) {
+                    owner.processLatency.record(parallelNanos);
+                }
                 return;
             }
-            long started = owner.inline.timing() ? System.nanoTime() : 0;
+            long started = owner.inline.timing() || measured ? System.nanoTime() : 0;
             try {
                 replay(p);
             } finally {
                 if (started != 0) {
-                    owner.inline.timed(parallelNanos + System.nanoTime() - started);
+                    long whole = parallelNanos + System.nanoTime() - started;
+                    if (owner.inline.timing()) {
+                        owner.inline.timed(whole);
+                    }
+                    if (measured) {
+                        owner.processLatency.record(whole);
+                    }
                 }
             }
         }

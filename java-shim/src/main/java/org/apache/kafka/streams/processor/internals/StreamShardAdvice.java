@@ -48,8 +48,9 @@ public final class StreamShardAdvice {
     /** StreamTask constructor exit. */
     public static final class TaskCreated {
         @Advice.OnMethodExit
-        static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics) {
-            StreamShardInstances.taskCreated(task, metrics);
+        static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics,
+                @Advice.FieldValue("processLatencySensor") org.apache.kafka.common.metrics.Sensor processLatency) {
+            StreamShardInstances.taskCreated(task, metrics, processLatency);
         }
     }
 

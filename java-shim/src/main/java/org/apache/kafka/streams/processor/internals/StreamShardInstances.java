@@ -215,7 +215,7 @@ public final class StreamShardInstances {
     // ---------------------------------------------------------------- tasks
 
     /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
-    public static void taskCreated(StreamTask task, Object metrics) {
+    public static void taskCreated(StreamTask task, Object metrics, org.apache.kafka.common.metrics.Sensor processLatency) {
         Instance instance = INSTANCES.get(metrics);
         if (instance == null || AgentState.failure() != null) {
             return;
@@ -231,7 +231,7 @@ public final class StreamShardInstances {
             LOG.debug("streamshard: task {}: {}", id, c.summary());
         }
         if (c.mode() != Classification.Mode.STOCK) {
-            TASKS.put(task, new ShardedTask(instance, task, c));
+            TASKS.put(task, new ShardedTask(instance, task, c, processLatency));
         }
     }
 
