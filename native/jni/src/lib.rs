@@ -596,3 +596,76 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_totals<'c>(
     })
     .resolve::<ThrowRuntimeExAndDefault>()
 }
+
+/// Longs before the per-task rows of `metrics0`'s output.
+const METRICS_HEAD: usize = 13;
+/// Longs per task row of `metrics0`'s output.
+const METRICS_ROW: usize = 12;
+
+/// Writes a lock-free copy of the scheduler's counters into `out`:
+/// `[submitted, finished, failures, dropped, queued, running, waitCount, waitSumNs, waitMaxNs,
+/// runCount, runSumNs, runMaxNs, tasks]`, then per live task `[subtopology, partition, closed,
+/// failed, queued, running, submitted, finished, failures, dropped, activeKeys, maxKeyDepth]`, as
+/// many rows as fit. Returns the number of live tasks (more than were written if `out` is short).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_metrics0<'c>(
+    mut env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    out: JLongArray<'c>,
+) -> jint {
+    env.with_env(|env| -> jni::errors::Result<jint> {
+        let Some(s) = sched(h) else {
+            throw_msg(env, "the scheduler is closed (handle 0)".into());
+            return Ok(0);
+        };
+        let m = s.metrics();
+        let capacity = out.len(env)?;
+        let v = metrics_longs(&m, capacity);
+        out.set_region(env, 0, &v)?;
+        Ok(m.tasks.len() as jint)
+    })
+    .resolve::<ThrowRuntimeExAndDefault>()
+}
+
+/// `metrics0`'s layout, at most `capacity` longs (whole rows only).
+fn metrics_longs(m: &streamshard_core::MetricsSnapshot, capacity: usize) -> Vec<jlong> {
+    let t = &m.totals;
+    let mut v: Vec<jlong> = vec![
+        t.submitted as jlong,
+        t.finished as jlong,
+        t.failures as jlong,
+        t.dropped as jlong,
+        t.queued as jlong,
+        t.running as jlong,
+        m.wait_ns.count as jlong,
+        m.wait_ns.sum as jlong,
+        m.wait_ns.max as jlong,
+        m.run_ns.count as jlong,
+        m.run_ns.sum as jlong,
+        m.run_ns.max as jlong,
+        m.tasks.len() as jlong,
+    ];
+    debug_assert_eq!(v.len(), METRICS_HEAD);
+    v.truncate(capacity);
+    for task in &m.tasks {
+        if v.len() + METRICS_ROW > capacity {
+            break;
+        }
+        v.extend_from_slice(&[
+            task.task.subtopology as jlong,
+            task.task.partition as jlong,
+            task.closed as jlong,
+            task.failed as jlong,
+            task.queued as jlong,
+            task.running as jlong,
+            task.submitted as jlong,
+            task.finished as jlong,
+            task.failures as jlong,
+            task.dropped as jlong,
+            task.active_keys as jlong,
+            task.max_key_depth as jlong,
+        ]);
+    }
+    v
+}

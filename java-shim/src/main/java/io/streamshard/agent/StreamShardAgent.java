@@ -55,7 +55,7 @@ public final class StreamShardAgent {
     static final List<Hook> HOOKS = List.of(
             new Hook(KS, Hook.CONSTRUCTOR, List.of(P + "TopologyMetadata", "org.apache.kafka.streams.StreamsConfig",
                     "org.apache.kafka.streams.KafkaClientSupplier", "org.apache.kafka.common.utils.Time"),
-                    ADVICE + "InstanceCreated", List.of("applicationConfigs", "streamsMetrics", "clientId")),
+                    ADVICE + "InstanceCreated", List.of("applicationConfigs", "streamsMetrics", "clientId", "metrics")),
             new Hook(KS, "setState", List.of(KS + "$State"), ADVICE + "InstanceState", List.of()),
             new Hook(P + "InternalTopologyBuilder", "rewriteTopology", List.of("org.apache.kafka.streams.StreamsConfig"),
                     ADVICE + "RewriteTopology", List.of("stateFactories")),

@@ -213,6 +213,24 @@ public final class NativeScheduler implements AutoCloseable {
         return Totals.of(v);
     }
 
+    /** A copy of every counter, without the scheduler's lock (for metrics: a cold path). */
+    public SchedulerMetrics metrics() {
+        long h = enter();
+        try {
+            int rows = 16;
+            while (true) {
+                long[] v = new long[SchedulerMetrics.HEAD + rows * SchedulerMetrics.ROW];
+                int tasks = metrics0(h, v);
+                if (tasks <= rows) {
+                    return new SchedulerMetrics(v, tasks);
+                }
+                rows = tasks + 16; // more tasks than rows: once more, with room for them
+            }
+        } finally {
+            exit();
+        }
+    }
+
     /** Wakes every blocked poll, drain and close; nothing more is accepted. Idempotent. */
     public void shutdown() {
         long h = enter();
@@ -273,4 +291,6 @@ public final class NativeScheduler implements AutoCloseable {
     private static native String failure(long h, long task);
 
     private static native void totals(long h, long[] out);
+
+    private static native int metrics0(long h, long[] out);
 }

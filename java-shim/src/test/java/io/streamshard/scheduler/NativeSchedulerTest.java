@@ -48,6 +48,45 @@ class NativeSchedulerTest {
         }
     }
 
+    /** The lock-free copy through JNI: totals, the sampled times and one row per live task. */
+    @Test
+    void metricsCopyEveryCounterOfEveryLiveTask() {
+        try (NativeScheduler s = NativeScheduler.create(64, 64, 64, 8, 0)) {
+            assertThat(s.metrics().taskCount()).isZero();
+            assertThat(s.metrics().waitMeanNanos()).isNaN();
+            List<Long> handles = new ArrayList<>();
+            // More tasks than the first copy has rows for (16): the copy grows to fit them all.
+            for (int p = 0; p < 20; p++) {
+                handles.add(s.registerTask(2, p, false, 0));
+            }
+            long t = handles.get(7);
+            assertThat(s.submit(t, 0, 0, true, 5, 0)).isEqualTo(NativeScheduler.SUBMIT_AVAILABLE);
+            assertThat(s.submit(t, 0, 1, true, 5, 1)).isEqualTo(NativeScheduler.SUBMIT_AVAILABLE);
+            assertThat(s.submit(t, 0, 2, true, 6, 2)).isEqualTo(NativeScheduler.SUBMIT_AVAILABLE);
+            int[] out = new int[4];
+            assertThat(s.completeAndPoll(new int[0], 0, out, 0)).isEqualTo(2); // keys 5 and 6
+            s.complete(out[0]);
+            SchedulerMetrics m = s.metrics();
+            assertThat(m.taskCount()).isEqualTo(20);
+            SchedulerMetrics.Task x = m.task(2, 7);
+            assertThat(x.submitted).isEqualTo(3);
+            assertThat(x.finished).isEqualTo(1);
+            assertThat(x.running + x.queued).isEqualTo(2);
+            assertThat(x.maxKeyDepth).isEqualTo(2);
+            assertThat(x.failed).isFalse();
+            assertThat(m.task(2, 8).submitted).isZero();
+            assertThat(m.task(3, 7)).isNull();
+            assertThat(m.totals.submitted()).isEqualTo(3);
+            assertThat(m.runCount).isEqualTo(1); // sampled: every record (shift 0)
+            assertThat(m.runMeanNanos()).isGreaterThanOrEqualTo(0);
+            assertThat(m.waitCount).isGreaterThanOrEqualTo(2);
+            s.closeTask(handles.get(19), false, 1_000, new int[4]);
+            assertThat(s.metrics().task(2, 19)).as("a closed task has no row").isNull();
+            s.removeTask(handles.get(19));
+            assertThat(s.metrics().taskCount()).isEqualTo(19);
+        }
+    }
+
     @Test
     void capsAreReturnCodesNotExceptions() {
         try (NativeScheduler s = NativeScheduler.create(3, 2, 4, 4, 3)) {

@@ -36,7 +36,7 @@ import org.apache.kafka.streams.processor.api.Record;
  * scheduler reports every record of the task finished, the serial region is empty too: a drain
  * of the scheduler is a drain of both regions.
  */
-public final class ShardedTask {
+public final class ShardedTask implements io.streamshard.metrics.StreamShardMetrics.TaskView {
     final StreamShardInstances.Instance instance;
     final StreamTask task;
     private final InternalProcessorContext<?, ?> context;
@@ -49,6 +49,46 @@ public final class ShardedTask {
     /** The ordered hand-back into the serial region; null if the task has none. */
     private final SerialRegion serialRegion;
     private ShardExecutor.ShardTask shard;
+
+    /** Drain statistics: written by the StreamThread only, read by metrics readers. */
+    private volatile long drains;
+    private volatile long drainNanosTotal;
+    private volatile long drainNanosMax;
+
+    @Override
+    public int subtopology() {
+        return task.id().subtopology();
+    }
+
+    @Override
+    public int partition() {
+        return task.id().partition();
+    }
+
+    @Override
+    public String mode() {
+        return inline.inline() ? "inline" : serialRegion != null ? "split" : "parallel";
+    }
+
+    @Override
+    public long serialBacklog() {
+        return serialRegion == null ? 0 : serialRegion.backlog();
+    }
+
+    @Override
+    public long drains() {
+        return drains;
+    }
+
+    @Override
+    public long drainNanosTotal() {
+        return drainNanosTotal;
+    }
+
+    @Override
+    public long drainNanosMax() {
+        return drainNanosMax;
+    }
 
     /** The task's own process-latency sensor (DEBUG), recorded for the records streamshard runs. */
     private final org.apache.kafka.common.metrics.Sensor processLatency;
@@ -218,11 +258,19 @@ public final class ShardedTask {
         if (shard == null) {
             return;
         }
+        long started = System.nanoTime();
         try {
             shard.drain();
         } catch (ShardTaskFailedException e) {
             rethrowFailure(shard);
             throw e;
+        } finally {
+            long took = System.nanoTime() - started;
+            drains++;
+            drainNanosTotal += took;
+            if (took > drainNanosMax) {
+                drainNanosMax = took;
+            }
         }
         if (serialRegion != null && !serialRegion.empty()) {
             throw new IllegalStateException("streamshard: task " + task.id() + " drained with "

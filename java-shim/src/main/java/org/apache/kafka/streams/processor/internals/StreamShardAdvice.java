@@ -19,8 +19,9 @@ public final class StreamShardAdvice {
         static void exit(@Advice.This KafkaStreams streams,
                 @Advice.FieldValue("applicationConfigs") StreamsConfig config,
                 @Advice.FieldValue("streamsMetrics") Object metrics,
-                @Advice.FieldValue("clientId") String clientId) {
-            StreamShardInstances.instanceCreated(streams, config, metrics, clientId);
+                @Advice.FieldValue("clientId") String clientId,
+                @Advice.FieldValue("metrics") org.apache.kafka.common.metrics.Metrics registry) {
+            StreamShardInstances.instanceCreated(streams, config, metrics, clientId, registry);
         }
     }
 

@@ -38,11 +38,16 @@ public final class StreamShardInstances {
         /** Sub-topologies whose classification was logged at INFO already. */
         final Set<Integer> logged = ConcurrentHashMap.newKeySet();
 
-        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde) {
+        /** streamshard's metrics in the instance's registry. */
+        final io.streamshard.metrics.StreamShardMetrics metrics;
+
+        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde,
+                io.streamshard.metrics.StreamShardMetrics metrics) {
             this.streams = streams;
             this.config = config;
             this.executor = executor;
             this.defaultKeySerde = defaultKeySerde;
+            this.metrics = metrics;
         }
     }
 
@@ -51,7 +56,6 @@ public final class StreamShardInstances {
     private static final Map<StreamTask, ShardedTask> TASKS = new ConcurrentHashMap<>();
     private static final Map<Object, ReentrantLock> BEGIN_LOCKS = Collections.synchronizedMap(new WeakHashMap<>());
 
-    /** The task's streamshard state, or null if it runs stock. */
     /** Per StreamThread: how deep it is in a dirty close of tasks (before Kafka Streams 4.1). */
     private static final ThreadLocal<int[]> DIRTY = ThreadLocal.withInitial(() -> new int[1]);
 
@@ -65,6 +69,7 @@ public final class StreamShardInstances {
         return DIRTY.get()[0] > 0;
     }
 
+    /** The task's streamshard state, or null if it runs stock. */
     public static ShardedTask task(StreamTask task) {
         return TASKS.get(task);
     }
@@ -97,7 +102,8 @@ public final class StreamShardInstances {
     // ---------------------------------------------------------------- instances
 
     /** KafkaStreams constructor exit. */
-    public static void instanceCreated(KafkaStreams streams, StreamsConfig config, Object metrics, String clientId) {
+    public static void instanceCreated(KafkaStreams streams, StreamsConfig config, Object metrics, String clientId,
+            org.apache.kafka.common.metrics.Metrics registry) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
         if (!cfg.enabled()) {
             LOG.info("streamshard: disabled by {}=false; {} runs stock", StreamShardConfig.ENABLED, clientId);
@@ -116,7 +122,8 @@ public final class StreamShardInstances {
         Object keySerde = config.originals().get(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG);
         String defaultKeySerde = keySerde instanceof Class<?> ? ((Class<?>) keySerde).getName() : keySerde == null ? null
                 : keySerde.toString().trim();
-        Instance instance = new Instance(streams, cfg, executor, defaultKeySerde);
+        Instance instance = new Instance(streams, cfg, executor, defaultKeySerde,
+                new io.streamshard.metrics.StreamShardMetrics(registry, clientId, executor, cfg.workers()));
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
@@ -159,6 +166,7 @@ public final class StreamShardInstances {
         }
         INSTANCES.values().remove(instance);
         TASKS.values().removeIf(t -> t.instance == instance);
+        instance.metrics.close();
         instance.executor.close();
         LOG.info("streamshard: workers stopped");
     }
@@ -231,7 +239,9 @@ public final class StreamShardInstances {
             LOG.debug("streamshard: task {}: {}", id, c.summary());
         }
         if (c.mode() != Classification.Mode.STOCK) {
-            TASKS.put(task, new ShardedTask(instance, task, c, processLatency));
+            ShardedTask s = new ShardedTask(instance, task, c, processLatency);
+            TASKS.put(task, s);
+            instance.metrics.addTask(s, Thread.currentThread().getName(), id);
         }
     }
 
@@ -239,6 +249,7 @@ public final class StreamShardInstances {
     public static void taskClosing(StreamTask task, boolean clean) {
         ShardedTask s = TASKS.remove(task);
         if (s != null) {
+            s.instance.metrics.removeTask(s);
             s.close(clean);
             if (!clean) {
                 // Kafka Streams may revive this very object (task corruption): it then runs parallel
@@ -265,6 +276,7 @@ public final class StreamShardInstances {
         }
         if (s != null && BY_STREAMS.containsValue(s.instance) && AgentState.failure() == null) {
             TASKS.put((StreamTask) task, s);
+            s.instance.metrics.addTask(s, Thread.currentThread().getName(), s.task.id().toString());
             LOG.info("streamshard: task {} revived after a dirty close; it runs with streamshard again", s.task.id());
         }
     }

@@ -1,0 +1,157 @@
+package io.streamshard.metrics;
+
+import io.streamshard.runtime.ShardExecutor;
+import io.streamshard.scheduler.SchedulerMetrics;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.metrics.Gauge;
+import org.apache.kafka.common.metrics.Metrics;
+
+/**
+ * streamshard's metrics in the instance's own Kafka Streams registry, so {@code
+ * KafkaStreams.metrics()}, JMX ({@code kafka.streams:type=streamshard-metrics,client-id=…} and
+ * {@code type=streamshard-task-metrics,thread-id=…,task-id=…}) and anything reading that registry
+ * see them. Every value is read when asked, from one lock-free copy of the scheduler's counters
+ * taken at most every {@link #REFRESH_NANOS}: nothing is added to the record path.
+ */
+public final class StreamShardMetrics {
+    public static final String GROUP = "streamshard-metrics";
+    public static final String TASK_GROUP = "streamshard-task-metrics";
+    static final long REFRESH_NANOS = 100_000_000L;
+
+    /** What a task offers to its metrics (implemented by the task's runtime). */
+    public interface TaskView {
+        int subtopology();
+
+        int partition();
+
+        /** parallel, split (a parallel part and a serial region) or inline (on the StreamThread). */
+        String mode();
+
+        long serialBacklog();
+
+        long drains();
+
+        long drainNanosTotal();
+
+        long drainNanosMax();
+    }
+
+    private final Metrics registry;
+    private final ShardExecutor executor;
+    private final Map<String, String> clientTags;
+    private final List<MetricName> instanceMetrics = new ArrayList<>();
+    private final Map<TaskView, List<MetricName>> taskMetrics = new LinkedHashMap<>();
+    private SchedulerMetrics snapshot;
+    private long snapshotAt;
+
+    public StreamShardMetrics(Metrics registry, String clientId, ShardExecutor executor, int workers) {
+        this.registry = registry;
+        this.executor = executor;
+        this.clientTags = Map.of("client-id", clientId);
+        instance("workers", "Worker threads of this instance.", s -> workers);
+        instance("in-flight", "Records running on a worker now, all tasks.", s -> s.totals.running());
+        instance("queued", "Records handed to the scheduler and waiting (behind their key, or for a worker).",
+                s -> s.totals.queued());
+        instance("slots-in-use", "Slots taken by unfinished records, of streamshard.max.inflight.",
+                s -> s.totals.queued() + s.totals.running());
+        instance("handoffs-total", "Records handed to the workers since the instance started.",
+                s -> s.totals.submitted());
+        instance("completed-total", "Records the workers finished.", s -> s.totals.finished());
+        instance("failed-total", "Records that failed on a worker.", s -> s.totals.failures());
+        instance("wait-time-avg-ns", "Mean time from hand-off to a worker taking the record, sampled, ns.",
+                SchedulerMetrics::waitMeanNanos);
+        instance("wait-time-max-ns", "Longest sampled time from hand-off to a worker taking the record, ns.",
+                s -> s.waitMaxNanos);
+        instance("run-time-avg-ns", "Mean time a worker runs a record's processor chain, sampled, ns.",
+                SchedulerMetrics::runMeanNanos);
+        instance("run-time-max-ns", "Longest sampled time a worker ran a record, ns.", s -> s.runMaxNanos);
+    }
+
+    private void instance(String name, String description, ToDoubleFunction<SchedulerMetrics> value) {
+        MetricName n = registry.metricName(name, GROUP, description, clientTags);
+        registry.addMetric(n, (Gauge<Double>) (config, now) -> value.applyAsDouble(snapshot()));
+        instanceMetrics.add(n);
+    }
+
+    /** Registers a task's metrics (on its StreamThread, when the task is created or revived). */
+    public synchronized void addTask(TaskView t, String threadId, String taskId) {
+        removeTask(t);
+        Map<String, String> tags = new LinkedHashMap<>();
+        tags.put("thread-id", threadId);
+        tags.put("task-id", taskId);
+        List<MetricName> names = new ArrayList<>();
+        Function<SchedulerMetrics, SchedulerMetrics.Task> own = s -> s.task(t.subtopology(), t.partition());
+        names.add(add("mode", "Where the task's records run: parallel, split (a parallel part and an ordered "
+                + "serial region) or inline (on the StreamThread, records too cheap to hand off).", tags,
+                (Gauge<String>) (c, now) -> t.mode()));
+        names.add(task("queued", "The task's records waiting in the scheduler.", tags, own, x -> x.queued));
+        names.add(task("in-flight", "The task's records running on a worker now.", tags, own, x -> x.running));
+        names.add(task("handoffs-total", "The task's records handed to the workers (since its scheduler "
+                + "registration).", tags, own, x -> x.submitted));
+        names.add(task("completed-total", "The task's records the workers finished.", tags, own, x -> x.finished));
+        names.add(task("failed-total", "The task's records that failed on a worker.", tags, own, x -> x.failures));
+        names.add(task("active-keys", "Keys with unfinished records now.", tags, own, x -> x.activeKeys));
+        names.add(task("deepest-key-queue", "The most unfinished records one key has had at once.", tags, own,
+                x -> x.maxKeyDepth));
+        names.add(add("serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags,
+                (Gauge<Double>) (c, now) -> (double) t.serialBacklog()));
+        names.add(add("drain-total", "Drains (commit, suspend, punctuation, close, switch to inline) that "
+                + "waited for the task's records.", tags, (Gauge<Double>) (c, now) -> (double) t.drains()));
+        names.add(add("drain-time-avg-ns", "Mean time a drain waited, ns.", tags, (Gauge<Double>) (c, now) -> {
+            long n = t.drains();
+            return n == 0 ? Double.NaN : (double) t.drainNanosTotal() / n;
+        }));
+        names.add(add("drain-time-max-ns", "Longest time a drain waited, ns.", tags,
+                (Gauge<Double>) (c, now) -> (double) t.drainNanosMax()));
+        taskMetrics.put(t, names);
+    }
+
+    private MetricName add(String name, String description, Map<String, String> tags, Gauge<?> gauge) {
+        MetricName n = registry.metricName(name, TASK_GROUP, description, tags);
+        registry.addMetric(n, gauge);
+        return n;
+    }
+
+    private MetricName task(String name, String description, Map<String, String> tags,
+            Function<SchedulerMetrics, SchedulerMetrics.Task> own, ToDoubleFunction<SchedulerMetrics.Task> value) {
+        return add(name, description, tags, (Gauge<Double>) (c, now) -> {
+            SchedulerMetrics.Task x = own.apply(snapshot());
+            return x == null ? 0.0 : value.applyAsDouble(x);
+        });
+    }
+
+    /** Removes a task's metrics (when it closes). */
+    public synchronized void removeTask(TaskView t) {
+        List<MetricName> names = taskMetrics.remove(t);
+        if (names != null) {
+            names.forEach(registry::removeMetric);
+        }
+    }
+
+    /** Removes every metric of the instance (when it stops). */
+    public synchronized void close() {
+        new ArrayList<>(taskMetrics.keySet()).forEach(this::removeTask);
+        instanceMetrics.forEach(registry::removeMetric);
+        instanceMetrics.clear();
+    }
+
+    private synchronized SchedulerMetrics snapshot() {
+        long now = System.nanoTime();
+        if (snapshot == null || now - snapshotAt > REFRESH_NANOS) {
+            try {
+                snapshot = executor.scheduler().metrics();
+            } catch (RuntimeException e) {
+                // The scheduler is closed (the instance stopped): nothing runs any more.
+                snapshot = SchedulerMetrics.empty();
+            }
+            snapshotAt = now;
+        }
+        return snapshot;
+    }
+}
