@@ -74,6 +74,6 @@ mod sync;
 pub use config::{NullKeyOrdering, SchedulerConfig, TaskOptions};
 pub use error::{Error, Remaining, TaskFailure, TaskId};
 pub use histogram::HistogramSnapshot;
-pub use metrics::{MetricsSnapshot, TaskMetrics, Totals};
+pub use metrics::{MetricsSnapshot, SampledTimes, TaskMetrics, Totals};
 pub use partition::PartitionProgress;
 pub use scheduler::{Capacity, CloseMode, Scheduler, Submission, TaskHandle};

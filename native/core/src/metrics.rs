@@ -28,6 +28,12 @@ pub(crate) struct TaskCounters {
     pub dropped: AtomicU64,
     pub active_keys: AtomicU32,
     pub max_key_depth: AtomicU32,
+    pub wait_count: AtomicU64,
+    pub wait_sum_ns: AtomicU64,
+    pub wait_max_ns: AtomicU64,
+    pub run_count: AtomicU64,
+    pub run_sum_ns: AtomicU64,
+    pub run_max_ns: AtomicU64,
 }
 
 pub(crate) fn pack_id(id: TaskId) -> u64 {
@@ -71,6 +77,16 @@ impl TaskCounters {
             dropped: self.dropped.load(Relaxed),
             active_keys: self.active_keys.load(Relaxed),
             max_key_depth: self.max_key_depth.load(Relaxed),
+            wait: SampledTimes {
+                count: self.wait_count.load(Relaxed),
+                sum_ns: self.wait_sum_ns.load(Relaxed),
+                max_ns: self.wait_max_ns.load(Relaxed),
+            },
+            run: SampledTimes {
+                count: self.run_count.load(Relaxed),
+                sum_ns: self.run_sum_ns.load(Relaxed),
+                max_ns: self.run_max_ns.load(Relaxed),
+            },
         };
         // A task removed and another registered in its place while we copied: skip it.
         (self.generation.load(Relaxed) == generation).then_some(m)
@@ -98,6 +114,24 @@ pub struct TaskMetrics {
     pub active_keys: u32,
     /// Deepest key queue (unfinished records of one key) seen since the task was registered.
     pub max_key_depth: u32,
+    /// Sampled submit-to-dispatch times of this task's records.
+    pub wait: SampledTimes,
+    /// Sampled dispatch-to-complete times of this task's records.
+    pub run: SampledTimes,
+}
+
+/// Count, sum and largest of one task's sampled durations, ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampledTimes {
+    pub count: u64,
+    pub sum_ns: u64,
+    pub max_ns: u64,
+}
+
+impl SampledTimes {
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
+    }
 }
 
 /// Totals over all tasks, since the scheduler was created.

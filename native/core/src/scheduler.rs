@@ -182,6 +182,26 @@ struct Task {
     failures: u64,
     dropped: u64,
     max_key_depth: u32,
+    /// Sampled submit-to-dispatch times of this task's records, ns.
+    wait: Sums,
+    /// Sampled dispatch-to-complete times of this task's records, ns.
+    run: Sums,
+}
+
+/// Count, sum and largest of sampled durations (ns), kept under the lock.
+#[derive(Clone, Copy, Default)]
+struct Sums {
+    count: u64,
+    sum: u64,
+    max: u64,
+}
+
+impl Sums {
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(v);
+        self.max = self.max.max(v);
+    }
 }
 
 impl Task {
@@ -382,8 +402,19 @@ impl Scheduler {
         c.dropped.store(t.dropped, Relaxed);
         c.active_keys.store(t.active_keys(), Relaxed);
         c.max_key_depth.store(t.max_key_depth, Relaxed);
+        Self::publish_timing(c, t);
         c.closed.store(t.closed, Relaxed);
         c.failed.store(t.failure.is_some(), Relaxed);
+    }
+
+    /// Publishes a task's sampled wait and run times.
+    fn publish_timing(c: &TaskCounters, t: &Task) {
+        c.wait_count.store(t.wait.count, Relaxed);
+        c.wait_sum_ns.store(t.wait.sum, Relaxed);
+        c.wait_max_ns.store(t.wait.max, Relaxed);
+        c.run_count.store(t.run.count, Relaxed);
+        c.run_sum_ns.store(t.run.sum, Relaxed);
+        c.run_max_ns.store(t.run.max, Relaxed);
     }
 
     /// Moves one key from depth bucket `from` to depth bucket `to` (0 = no bucket).
@@ -450,6 +481,8 @@ impl Scheduler {
             failures: 0,
             dropped: 0,
             max_key_depth: 0,
+            wait: Sums::default(),
+            run: Sums::default(),
         };
         let generation = st.generations[index as usize];
         let c = &self.counters[index as usize];
@@ -801,8 +834,9 @@ impl Scheduler {
                     now = self.now_ns();
                 }
                 e.dispatched_ns = now;
-                self.wait_ns
-                    .record_exclusive(now.saturating_sub(e.submitted_ns));
+                let waited = now.saturating_sub(e.submitted_ns);
+                self.wait_ns.record_exclusive(waited);
+                t.wait.add(waited);
             }
             t.queued -= 1;
             t.running += 1;
@@ -813,6 +847,7 @@ impl Scheduler {
             let c = &self.counters[ti as usize];
             c.queued.store(t.queued, Relaxed);
             c.running.store(t.running, Relaxed);
+            Self::publish_timing(c, t);
             if again {
                 ring_push(ring_head, ring_tail, tasks, ti);
             }
@@ -971,8 +1006,9 @@ impl Scheduler {
             return Err(Error::UnknownTask);
         };
         if e.timed {
-            self.run_ns
-                .record_exclusive(self.now_ns().saturating_sub(e.dispatched_ns));
+            let ran = self.now_ns().saturating_sub(e.dispatched_ns);
+            self.run_ns.record_exclusive(ran);
+            t.run.add(ran);
         }
         t.partitions[e.partition as usize].finish(e.seq, failure.is_none());
         t.running -= 1;

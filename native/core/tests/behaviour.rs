@@ -455,3 +455,42 @@ fn metrics_report_distributions_and_depths() {
     assert_eq!(m.tasks[0].finished, 10);
     assert_eq!(m.key_depths.buckets.iter().sum::<u64>(), 0);
 }
+
+#[test]
+fn each_task_reports_its_own_sampled_wait_and_run_times() {
+    let s = sched(100);
+    let slow = s.register_task(tid(0, 0), TaskOptions::default()).unwrap();
+    let quick = s.register_task(tid(0, 1), TaskOptions::default()).unwrap();
+    for i in 0..4u32 {
+        s.submit(slow, 0, i as i64, Some(i as u64), i).unwrap();
+    }
+    s.submit(quick, 0, 0, Some(1), 10).unwrap();
+    let mut out = Vec::new();
+    s.poll(&mut out, 5, Duration::ZERO).unwrap();
+    assert_eq!(out.len(), 5);
+    s.complete(10).unwrap(); // the quick task's record, at once
+    thread::sleep(Duration::from_millis(20));
+    for slot in 0..4u32 {
+        s.complete(slot).unwrap();
+    }
+    let m = s.metrics();
+    let of = |t: TaskId| m.tasks.iter().find(|x| x.task == t).unwrap().clone();
+    let (a, b) = (of(tid(0, 0)), of(tid(0, 1)));
+    assert_eq!(
+        (a.wait.count, a.run.count),
+        (4, 4),
+        "every record sampled (shift 0)"
+    );
+    assert_eq!((b.wait.count, b.run.count), (1, 1));
+    assert!(a.run.max_ns >= 20_000_000, "slow run {:?}", a.run);
+    assert!(a.run.mean_ns().unwrap() >= 20_000_000.0);
+    assert!(
+        b.run.max_ns < 20_000_000,
+        "the quick task's run is its own: {:?}",
+        b.run
+    );
+    assert!(a.run.max_ns as f64 >= a.run.mean_ns().unwrap());
+    // The scheduler-wide histogram saw all five.
+    assert_eq!(m.run_ns.count, 5);
+    assert_eq!(m.wait_ns.count, 5);
+}

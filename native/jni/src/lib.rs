@@ -600,12 +600,13 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_totals<'c>(
 /// Longs before the per-task rows of `metrics0`'s output.
 const METRICS_HEAD: usize = 13;
 /// Longs per task row of `metrics0`'s output.
-const METRICS_ROW: usize = 12;
+const METRICS_ROW: usize = 18;
 
 /// Writes a lock-free copy of the scheduler's counters into `out`:
 /// `[submitted, finished, failures, dropped, queued, running, waitCount, waitSumNs, waitMaxNs,
 /// runCount, runSumNs, runMaxNs, tasks]`, then per live task `[subtopology, partition, closed,
-/// failed, queued, running, submitted, finished, failures, dropped, activeKeys, maxKeyDepth]`, as
+/// failed, queued, running, submitted, finished, failures, dropped, activeKeys, maxKeyDepth,
+/// waitCount, waitSumNs, waitMaxNs, runCount, runSumNs, runMaxNs]` (sampled times), as
 /// many rows as fit. Returns the number of live tasks (more than were written if `out` is short).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_metrics0<'c>(
@@ -665,6 +666,12 @@ fn metrics_longs(m: &streamshard_core::MetricsSnapshot, capacity: usize) -> Vec<
             task.dropped as jlong,
             task.active_keys as jlong,
             task.max_key_depth as jlong,
+            task.wait.count as jlong,
+            task.wait.sum_ns as jlong,
+            task.wait.max_ns as jlong,
+            task.run.count as jlong,
+            task.run.sum_ns as jlong,
+            task.run.max_ns as jlong,
         ]);
     }
     v

@@ -88,7 +88,12 @@ class StreamShardMetricsIT {
                 Map<String, Object> m = t.getValue();
                 assertThat(m).containsKeys("mode", "queued", "in-flight", "handoffs-total", "completed-total",
                         "failed-total", "active-keys", "deepest-key-queue", "serial-backlog", "drain-total",
-                        "drain-time-avg-ns", "drain-time-max-ns");
+                        "drain-time-avg-ns", "drain-time-max-ns", "wait-time-avg-ns", "wait-time-max-ns",
+                        "run-time-avg-ns", "run-time-max-ns");
+                // Each task's own sampled run time: the 1 ms slow step (every 8th record is timed).
+                assertThat((Double) m.get("run-time-avg-ns")).as("run time of %s", t.getKey()).isGreaterThan(500_000);
+                assertThat((Double) m.get("run-time-max-ns")).isGreaterThanOrEqualTo((Double) m.get("run-time-avg-ns"));
+                assertThat((Double) m.get("wait-time-max-ns")).isGreaterThanOrEqualTo(0);
                 assertThat(m.get("mode")).as(t.getKey()).isEqualTo(t.getKey().startsWith("0_") ? "parallel" : "split");
                 assertThat((Double) m.get("failed-total")).isZero();
                 assertThat((Double) m.get("in-flight")).as("nothing runs once all is committed").isZero();

@@ -99,6 +99,14 @@ public final class StreamShardMetrics {
         names.add(task("active-keys", "Keys with unfinished records now.", tags, own, x -> x.activeKeys));
         names.add(task("deepest-key-queue", "The most unfinished records one key has had at once.", tags, own,
                 x -> x.maxKeyDepth));
+        names.add(task("wait-time-avg-ns", "Mean time from hand-off to a worker taking one of the task's records "
+                + "(waiting behind its key or for a worker), sampled, ns.", tags, own, SchedulerMetrics.Task::waitMeanNanos));
+        names.add(task("wait-time-max-ns", "Longest sampled wait of the task's records, ns.", tags, own,
+                x -> x.waitMaxNanos));
+        names.add(task("run-time-avg-ns", "Mean time a worker runs one of the task's records, sampled, ns.", tags,
+                own, SchedulerMetrics.Task::runMeanNanos));
+        names.add(task("run-time-max-ns", "Longest sampled run of the task's records, ns.", tags, own,
+                x -> x.runMaxNanos));
         names.add(add("serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags,
                 (Gauge<Double>) (c, now) -> (double) t.serialBacklog()));
         names.add(add("drain-total", "Drains (commit, suspend, punctuation, close, switch to inline) that "

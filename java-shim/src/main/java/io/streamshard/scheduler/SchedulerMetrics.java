@@ -12,7 +12,7 @@ import java.util.Map;
 public final class SchedulerMetrics {
     /** Longs before the task rows, and per row (the layout of {@code metrics0}). */
     static final int HEAD = 13;
-    static final int ROW = 12;
+    static final int ROW = 18;
 
     public final Totals totals;
     public final long waitCount;
@@ -37,6 +37,13 @@ public final class SchedulerMetrics {
         public final long dropped;
         public final long activeKeys;
         public final long maxKeyDepth;
+        /** Sampled times of this task's records: submit to dispatch, and dispatch to complete, ns. */
+        public final long waitCount;
+        public final long waitSumNanos;
+        public final long waitMaxNanos;
+        public final long runCount;
+        public final long runSumNanos;
+        public final long runMaxNanos;
 
         Task(long[] v, int at) {
             subtopology = (int) v[at];
@@ -51,6 +58,20 @@ public final class SchedulerMetrics {
             dropped = v[at + 9];
             activeKeys = v[at + 10];
             maxKeyDepth = v[at + 11];
+            waitCount = v[at + 12];
+            waitSumNanos = v[at + 13];
+            waitMaxNanos = v[at + 14];
+            runCount = v[at + 15];
+            runSumNanos = v[at + 16];
+            runMaxNanos = v[at + 17];
+        }
+
+        public double waitMeanNanos() {
+            return waitCount == 0 ? Double.NaN : (double) waitSumNanos / waitCount;
+        }
+
+        public double runMeanNanos() {
+            return runCount == 0 ? Double.NaN : (double) runSumNanos / runCount;
         }
     }
 
