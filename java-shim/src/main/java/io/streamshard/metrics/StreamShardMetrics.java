@@ -65,12 +65,12 @@ public final class StreamShardMetrics {
         instance("completed-total", "Records the workers finished.", s -> s.totals.finished());
         instance("failed-total", "Records that failed on a worker.", s -> s.totals.failures());
         instance("wait-time-avg-ns", "Mean time from hand-off to a worker taking the record, sampled, ns.",
-                SchedulerMetrics::waitMeanNanos);
+                s -> s.wait.meanNanos());
         instance("wait-time-max-ns", "Longest sampled time from hand-off to a worker taking the record, ns.",
-                s -> s.waitMaxNanos);
+                s -> s.wait.maxNanos);
         instance("run-time-avg-ns", "Mean time a worker runs a record's processor chain, sampled, ns.",
-                SchedulerMetrics::runMeanNanos);
-        instance("run-time-max-ns", "Longest sampled time a worker ran a record, ns.", s -> s.runMaxNanos);
+                s -> s.run.meanNanos());
+        instance("run-time-max-ns", "Longest sampled time a worker ran a record, ns.", s -> s.run.maxNanos);
     }
 
     private void instance(String name, String description, ToDoubleFunction<SchedulerMetrics> value) {
@@ -100,13 +100,13 @@ public final class StreamShardMetrics {
         names.add(task("deepest-key-queue", "The most unfinished records one key has had at once.", tags, own,
                 x -> x.maxKeyDepth));
         names.add(task("wait-time-avg-ns", "Mean time from hand-off to a worker taking one of the task's records "
-                + "(waiting behind its key or for a worker), sampled, ns.", tags, own, SchedulerMetrics.Task::waitMeanNanos));
+                + "(waiting behind its key or for a worker), sampled, ns.", tags, own, x -> x.wait.meanNanos()));
         names.add(task("wait-time-max-ns", "Longest sampled wait of the task's records, ns.", tags, own,
-                x -> x.waitMaxNanos));
+                x -> x.wait.maxNanos));
         names.add(task("run-time-avg-ns", "Mean time a worker runs one of the task's records, sampled, ns.", tags,
-                own, SchedulerMetrics.Task::runMeanNanos));
+                own, x -> x.run.meanNanos()));
         names.add(task("run-time-max-ns", "Longest sampled run of the task's records, ns.", tags, own,
-                x -> x.runMaxNanos));
+                x -> x.run.maxNanos));
         names.add(add("serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags,
                 (Gauge<Double>) (c, now) -> (double) t.serialBacklog()));
         names.add(add("drain-total", "Drains (commit, suspend, punctuation, close, switch to inline) that "

@@ -15,13 +15,28 @@ public final class SchedulerMetrics {
     static final int ROW = 18;
 
     public final Totals totals;
-    public final long waitCount;
-    public final long waitSumNanos;
-    public final long waitMaxNanos;
-    public final long runCount;
-    public final long runSumNanos;
-    public final long runMaxNanos;
+    /** Sampled times from hand-off to dispatch, and from dispatch to completion, all tasks. */
+    public final Times wait;
+    public final Times run;
     private final Map<Long, Task> tasks;
+
+    /** Count, sum and largest of sampled durations, ns. */
+    public static final class Times {
+        public final long count;
+        public final long sumNanos;
+        public final long maxNanos;
+
+        Times(long[] v, int at) {
+            count = v[at];
+            sumNanos = v[at + 1];
+            maxNanos = v[at + 2];
+        }
+
+        /** NaN before any sample. */
+        public double meanNanos() {
+            return count == 0 ? Double.NaN : (double) sumNanos / count;
+        }
+    }
 
     /** One task's counters. */
     public static final class Task {
@@ -37,13 +52,9 @@ public final class SchedulerMetrics {
         public final long dropped;
         public final long activeKeys;
         public final long maxKeyDepth;
-        /** Sampled times of this task's records: submit to dispatch, and dispatch to complete, ns. */
-        public final long waitCount;
-        public final long waitSumNanos;
-        public final long waitMaxNanos;
-        public final long runCount;
-        public final long runSumNanos;
-        public final long runMaxNanos;
+        /** Sampled times of this task's records: hand-off to dispatch, and dispatch to completion. */
+        public final Times wait;
+        public final Times run;
 
         Task(long[] v, int at) {
             subtopology = (int) v[at];
@@ -58,31 +69,15 @@ public final class SchedulerMetrics {
             dropped = v[at + 9];
             activeKeys = v[at + 10];
             maxKeyDepth = v[at + 11];
-            waitCount = v[at + 12];
-            waitSumNanos = v[at + 13];
-            waitMaxNanos = v[at + 14];
-            runCount = v[at + 15];
-            runSumNanos = v[at + 16];
-            runMaxNanos = v[at + 17];
-        }
-
-        public double waitMeanNanos() {
-            return waitCount == 0 ? Double.NaN : (double) waitSumNanos / waitCount;
-        }
-
-        public double runMeanNanos() {
-            return runCount == 0 ? Double.NaN : (double) runSumNanos / runCount;
+            wait = new Times(v, at + 12);
+            run = new Times(v, at + 15);
         }
     }
 
     SchedulerMetrics(long[] v, int written) {
         totals = Totals.of(v);
-        waitCount = v[6];
-        waitSumNanos = v[7];
-        waitMaxNanos = v[8];
-        runCount = v[9];
-        runSumNanos = v[10];
-        runMaxNanos = v[11];
+        wait = new Times(v, 6);
+        run = new Times(v, 9);
         Map<Long, Task> m = new HashMap<>();
         for (int i = 0; i < written; i++) {
             Task t = new Task(v, HEAD + i * ROW);
@@ -105,16 +100,6 @@ public final class SchedulerMetrics {
 
     public int taskCount() {
         return tasks.size();
-    }
-
-    /** Mean sampled wait, ns; NaN before any sample. */
-    public double waitMeanNanos() {
-        return waitCount == 0 ? Double.NaN : (double) waitSumNanos / waitCount;
-    }
-
-    /** Mean sampled run time, ns; NaN before any sample. */
-    public double runMeanNanos() {
-        return runCount == 0 ? Double.NaN : (double) runSumNanos / runCount;
     }
 
     private static long key(int subtopology, int partition) {

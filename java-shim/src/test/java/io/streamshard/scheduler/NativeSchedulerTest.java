@@ -53,7 +53,7 @@ class NativeSchedulerTest {
     void metricsCopyEveryCounterOfEveryLiveTask() {
         try (NativeScheduler s = NativeScheduler.create(64, 64, 64, 8, 0)) {
             assertThat(s.metrics().taskCount()).isZero();
-            assertThat(s.metrics().waitMeanNanos()).isNaN();
+            assertThat(s.metrics().wait.meanNanos()).isNaN();
             List<Long> handles = new ArrayList<>();
             // More tasks than the first copy has rows for (16): the copy grows to fit them all.
             for (int p = 0; p < 20; p++) {
@@ -74,12 +74,15 @@ class NativeSchedulerTest {
             assertThat(x.running + x.queued).isEqualTo(2);
             assertThat(x.maxKeyDepth).isEqualTo(2);
             assertThat(x.failed).isFalse();
+            assertThat(x.wait.count).as("the task's two dispatched records, sampled").isEqualTo(2);
+            assertThat(x.run.count).as("its one completed record").isEqualTo(1);
+            assertThat(x.run.maxNanos).isGreaterThanOrEqualTo((long) x.run.meanNanos());
             assertThat(m.task(2, 8).submitted).isZero();
             assertThat(m.task(3, 7)).isNull();
             assertThat(m.totals.submitted()).isEqualTo(3);
-            assertThat(m.runCount).isEqualTo(1); // sampled: every record (shift 0)
-            assertThat(m.runMeanNanos()).isGreaterThanOrEqualTo(0);
-            assertThat(m.waitCount).isGreaterThanOrEqualTo(2);
+            assertThat(m.run.count).isEqualTo(1); // sampled: every record (shift 0)
+            assertThat(m.run.meanNanos()).isGreaterThanOrEqualTo(0);
+            assertThat(m.wait.count).isGreaterThanOrEqualTo(2);
             s.closeTask(handles.get(19), false, 1_000, new int[4]);
             assertThat(s.metrics().task(2, 19)).as("a closed task has no row").isNull();
             s.removeTask(handles.get(19));
