@@ -75,7 +75,7 @@ public final class StreamShardMetrics {
 
     private void instance(String name, String description, ToDoubleFunction<SchedulerMetrics> value) {
         MetricName n = registry.metricName(name, GROUP, description, clientTags);
-        registry.addMetric(n, (Gauge<Double>) (config, now) -> value.applyAsDouble(snapshot()));
+        put(n, (Gauge<Double>) (config, now) -> value.applyAsDouble(snapshot()));
         instanceMetrics.add(n);
     }
 
@@ -122,8 +122,16 @@ public final class StreamShardMetrics {
 
     private MetricName add(String name, String description, Map<String, String> tags, Gauge<?> gauge) {
         MetricName n = registry.metricName(name, TASK_GROUP, description, tags);
-        registry.addMetric(n, gauge);
+        put(n, gauge);
         return n;
+    }
+
+    /** Adds a metric; one of the same name left by an earlier task object is replaced. */
+    private void put(MetricName n, Gauge<?> gauge) {
+        if (registry.metric(n) != null) {
+            registry.removeMetric(n);
+        }
+        registry.addMetric(n, gauge);
     }
 
     private MetricName task(String name, String description, Map<String, String> tags,
