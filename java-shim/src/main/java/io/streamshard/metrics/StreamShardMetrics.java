@@ -49,6 +49,7 @@ public final class StreamShardMetrics {
     private final Map<TaskView, List<MetricName>> taskMetrics = new LinkedHashMap<>();
     private SchedulerMetrics snapshot;
     private long snapshotAt;
+    private boolean refused;
 
     public StreamShardMetrics(Metrics registry, String clientId, ShardExecutor executor, int workers) {
         this.registry = registry;
@@ -126,13 +127,26 @@ public final class StreamShardMetrics {
         return n;
     }
 
-    /** Adds a metric; one of the same name left by an earlier task object is replaced. */
+    /**
+     * Adds a metric; one of the same name left by an earlier task object is replaced. Metrics never
+     * fail the application: a registry that refuses one is logged once and left without it.
+     */
     private void put(MetricName n, Gauge<?> gauge) {
-        if (registry.metric(n) != null) {
-            registry.removeMetric(n);
+        try {
+            if (registry.metric(n) != null) {
+                registry.removeMetric(n);
+            }
+            registry.addMetric(n, gauge);
+        } catch (RuntimeException e) {
+            if (!refused) {
+                refused = true;
+                org.slf4j.LoggerFactory.getLogger("io.streamshard").warn(
+                        "streamshard: the metrics registry refused {} ({}); streamshard runs on without it", n,
+                        e.toString());
+            }
         }
-        registry.addMetric(n, gauge);
     }
+
 
     private MetricName task(String name, String description, Map<String, String> tags,
             Function<SchedulerMetrics, SchedulerMetrics.Task> own, ToDoubleFunction<SchedulerMetrics.Task> value) {
@@ -146,15 +160,23 @@ public final class StreamShardMetrics {
     public synchronized void removeTask(TaskView t) {
         List<MetricName> names = taskMetrics.remove(t);
         if (names != null) {
-            names.forEach(registry::removeMetric);
+            names.forEach(this::drop);
         }
     }
 
     /** Removes every metric of the instance (when it stops). */
     public synchronized void close() {
         new ArrayList<>(taskMetrics.keySet()).forEach(this::removeTask);
-        instanceMetrics.forEach(registry::removeMetric);
+        instanceMetrics.forEach(this::drop);
         instanceMetrics.clear();
+    }
+
+    private void drop(MetricName n) {
+        try {
+            registry.removeMetric(n);
+        } catch (RuntimeException e) {
+            // a registry already closed with its instance: nothing left to remove
+        }
     }
 
     private synchronized SchedulerMetrics snapshot() {
