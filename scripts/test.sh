@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 # The integration tests that run again on the oldest and newest supported Kafka Streams.
-VERSION_ITS="ParallelIT,CrashIT,EosSerialRegionIT,ErrorsIT,PunctuatorIT,RebalanceIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,TwoLoadersIT"
+VERSION_ITS="ParallelIT,CrashIT,EosSerialRegionIT,ErrorsIT,PunctuatorIT,RebalanceIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
 OTHER_VERSIONS="3.9.2 4.4.0"
 
 its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams
@@ -25,6 +25,7 @@ if [ "${1:-}" = "--kafka" ]; then
   [ -n "${2:-}" ] || { echo "usage: scripts/test.sh --kafka VERSION" >&2; exit 2; }
   step "local Kafka broker for the integration tests"
   . scripts/lib/broker.sh
+  . scripts/lib/browser.sh
   step "Java: unit tests, the agent jar, every integration test on Kafka Streams $2"
   exec mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$2"
 fi
@@ -42,6 +43,8 @@ step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
 step "local Kafka broker for the integration tests"
 . scripts/lib/broker.sh
+step "Chromium for the status page test"
+. scripts/lib/browser.sh
 step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done

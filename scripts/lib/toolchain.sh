@@ -3,7 +3,7 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "error: cargo not found: streamshard needs a Rust toolchain (1.85 or newer) on PATH" >&2
+  echo "error: cargo not found: streamshard needs a Rust toolchain (1.88 or newer) on PATH" >&2
   exit 1
 fi
 for component in rustfmt clippy; do

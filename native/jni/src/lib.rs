@@ -6,8 +6,15 @@
 //! which catches panics; a panic becomes a `java.lang.RuntimeException`, never an unwind into
 //! the JVM. Refusals the caller handles on its hot path (a full task, the global cap, shutdown
 //! while polling) are return codes, not exceptions.
+//!
+//! The status listener (`status.rs`) and the native log bridge (`log.rs`) hang off the same
+//! handle; they run only when Java turns them on.
+
+mod log;
+mod status;
 
 use std::cell::RefCell;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jni::errors::ThrowRuntimeExAndDefault;
@@ -19,6 +26,7 @@ use streamshard_core::{
     Capacity, CloseMode, Error, NullKeyOrdering, PartitionProgress, Scheduler, SchedulerConfig,
     TaskHandle, TaskId, TaskOptions,
 };
+use streamshard_status::server::StatusServer;
 
 /// `submit` answers: accepted (room left / task now full / global cap now reached) or refused.
 pub const SUBMIT_AVAILABLE: jint = 0;
@@ -46,21 +54,33 @@ fn throw(env: &mut Env, e: &Error) {
     let _ = env.throw_new(class, JNIString::from(e.to_string()));
 }
 
-fn throw_msg(env: &mut Env, msg: String) {
+pub(crate) fn throw_msg(env: &mut Env, msg: String) {
     let _ = env.throw_new(
         jni_str!("io/streamshard/scheduler/SchedulerException"),
         JNIString::from(msg),
     );
 }
 
-/// The scheduler behind a handle from `create`.
+/// What a handle from `create` points to: the scheduler, and the status listener when one is on
+/// (it reads the scheduler from its own thread, hence the `Arc`).
+struct Native {
+    scheduler: Arc<Scheduler>,
+    status: Mutex<Option<StatusServer>>,
+}
+
+/// The state behind a handle from `create`.
 ///
 /// The Java class owns the handle: it passes it only while open and calls `destroy` once, after
 /// `shutdown` and after every thread that used it has stopped.
-fn sched<'a>(h: jlong) -> Option<&'a Scheduler> {
+fn native<'a>(h: jlong) -> Option<&'a Native> {
     // SAFETY: a non-zero handle is a pointer from `Box::into_raw` in `create` that `destroy`
     // has not freed yet (the Java owner's contract above).
-    unsafe { (h as *const Scheduler).as_ref() }
+    unsafe { (h as *const Native).as_ref() }
+}
+
+/// The scheduler behind a handle from `create`.
+fn sched<'a>(h: jlong) -> Option<&'a Scheduler> {
+    native(h).map(|n| &*n.scheduler)
 }
 
 /// Runs `f` with the scheduler, or throws if the handle is 0.
@@ -137,7 +157,10 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_create0<'c>
             timing_sample_shift: shift.min(255) as u8,
         };
         match Scheduler::new(config) {
-            Ok(s) => Ok(Box::into_raw(Box::new(s)) as jlong),
+            Ok(s) => Ok(Box::into_raw(Box::new(Native {
+                scheduler: Arc::new(s),
+                status: Mutex::new(None),
+            })) as jlong),
             Err(e) => {
                 throw(env, &e);
                 Ok(0)
@@ -157,9 +180,12 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_destroy<'c>
         if h != 0 {
             // SAFETY: `h` came from `Box::into_raw` in `create`; the Java owner calls `destroy`
             // once, after every user of the handle has stopped.
-            let s = unsafe { Box::from_raw(h as *mut Scheduler) };
-            s.shutdown();
-            drop(s);
+            let n = unsafe { Box::from_raw(h as *mut Native) };
+            if let Some(status) = n.status.lock().ok().and_then(|mut s| s.take()) {
+                status.stop();
+            }
+            n.scheduler.shutdown();
+            drop(n);
         }
         Ok(())
     })

@@ -52,6 +52,15 @@ public final class StreamShard {
         return io.streamshard.agent.StreamShardAgent.install(inst, StreamShard.class.getClassLoader());
     }
 
+    /**
+     * host:port of the instance's read-only status listener ({@code streamshard.status.listener}),
+     * the real port when 0 was asked for; null when it has none (off, not started, or the
+     * instance is not run by streamshard).
+     */
+    public static String statusAddress(KafkaStreams streams) {
+        return StreamShardInstances.statusAddress(streams);
+    }
+
     /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */
     public static boolean active(KafkaStreams streams) {
         return StreamShardInstances.active(streams);

@@ -437,7 +437,7 @@ public final class StreamShardAgent {
      * The Kafka Streams version {@code loader} has, from the jar's version resource (no class is
      * loaded); the clients version is named too when it differs.
      */
-    static String version(ClassLoader loader) {
+    public static String version(ClassLoader loader) {
         String streams = property(loader, "kafka/kafka-streams-version.properties");
         String clients = property(loader, "kafka/kafka-version.properties");
         if (streams == null) {

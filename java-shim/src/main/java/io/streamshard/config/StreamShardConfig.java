@@ -29,6 +29,8 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
     public static final String SERIAL_PROCESSORS = "streamshard.serial.processors";
     public static final String INLINE_BELOW_US = "streamshard.inline.below.us";
+    public static final String STATUS_LISTENER = "streamshard.status.listener";
+    public static final String STATUS_ALLOW_REMOTE = "streamshard.status.allow.remote";
 
     /** Kafka Streams' own key whose value the drain timeout must stay under. */
     static final String MAX_POLL_INTERVAL_MS = "max.poll.interval.ms";
@@ -72,7 +74,17 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "time, because handing a record to a worker costs a few microseconds "
                             + "of CPU; it goes back to the workers when they take more than twice "
                             + "this. The switch to the StreamThread waits for the task's records on "
-                            + "workers first. 0: always hand records to the workers.");
+                            + "workers first. 0: always hand records to the workers.")
+            .define(STATUS_LISTENER, Type.STRING, "", Importance.LOW,
+                    "host:port of the instance's read-only status listener: gRPC "
+                            + "streamshard.v1.Status, GET /api/status (JSON) and GET / (a live page), all "
+                            + "on this one port. Empty: off. A loopback address (127.0.0.1, ::1, "
+                            + "localhost) unless " + "streamshard.status.allow.remote=true; port 0 picks a "
+                            + "free one (logged, and given by StreamShard.statusAddress).")
+            .define(STATUS_ALLOW_REMOTE, Type.BOOLEAN, false, Importance.LOW,
+                    "Let streamshard.status.listener bind to an address other hosts can reach. The "
+                            + "listener has no authentication: it shows topology, task ids, offsets and "
+                            + "streamshard.* settings (never any other setting).");
 
     // Read on every record: parsed once here, not looked up in the config map each time.
     private final long drainTimeoutMs;
@@ -100,6 +112,7 @@ public final class StreamShardConfig extends AbstractConfig {
                     "must be below " + MAX_POLL_INTERVAL_MS + " (" + maxPoll + ") so that a stuck "
                             + "drain fails the StreamThread before the group evicts it");
         }
+        c.statusListener(); // checks it
         return c;
     }
 
@@ -157,6 +170,60 @@ public final class StreamShardConfig extends AbstractConfig {
     /** {@link #INLINE_BELOW_US} in nanoseconds; 0 if records always go to the workers. */
     public long inlineBelowNanos() {
         return inlineBelowNanos;
+    }
+
+    /**
+     * {@link #STATUS_LISTENER} as {host, port}, or null when off.
+     *
+     * @throws ConfigException naming the key if it is not host:port, or not loopback without
+     *     {@link #STATUS_ALLOW_REMOTE}
+     */
+    public String[] statusListener() {
+        String v = getString(STATUS_LISTENER).trim();
+        if (v.isEmpty()) {
+            return null;
+        }
+        int colon = v.lastIndexOf(':');
+        String host = colon > 0 ? v.substring(0, colon) : "";
+        if (host.startsWith("[") && host.endsWith("]")) {
+            host = host.substring(1, host.length() - 1);
+        }
+        int port;
+        try {
+            port = colon > 0 ? Integer.parseInt(v.substring(colon + 1)) : -1;
+        } catch (NumberFormatException e) {
+            port = -1;
+        }
+        if (host.isEmpty() || port < 0 || port > 65_535) {
+            throw new ConfigException(STATUS_LISTENER, v, "must be host:port, e.g. 127.0.0.1:7071 (port 0: any free port)");
+        }
+        if (!getBoolean(STATUS_ALLOW_REMOTE)) {
+            java.net.InetAddress[] addrs;
+            try {
+                addrs = java.net.InetAddress.getAllByName(host);
+            } catch (java.net.UnknownHostException e) {
+                throw new ConfigException(STATUS_LISTENER, v, "unknown host " + host);
+            }
+            for (java.net.InetAddress a : addrs) {
+                if (!a.isLoopbackAddress()) {
+                    throw new ConfigException(STATUS_LISTENER, v, host + " (" + a.getHostAddress()
+                            + ") is not a loopback address; the status listener has no authentication, so it binds "
+                            + "only to loopback unless " + STATUS_ALLOW_REMOTE + "=true");
+                }
+            }
+        }
+        return new String[] {host, Integer.toString(port)};
+    }
+
+    public boolean statusAllowRemote() {
+        return getBoolean(STATUS_ALLOW_REMOTE);
+    }
+
+    /** The given {@code streamshard.*} settings, as strings (what the status listener shows). */
+    public java.util.SortedMap<String, String> shown() {
+        java.util.SortedMap<String, String> out = new java.util.TreeMap<>();
+        originalsWithPrefix(PREFIX, false).forEach((k, v) -> out.put(k, String.valueOf(v)));
+        return out;
     }
 
     /** The settings as a Markdown table, for the README. */

@@ -241,6 +241,43 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
+    /**
+     * Starts the read-only status listener on {@code address} (host:port) and returns the address
+     * it listens on. Started once; a second call returns the first listener's address.
+     *
+     * @throws SchedulerException with the reason if the address is refused (not loopback without
+     *     {@code allowRemote}) or cannot be bound
+     */
+    public String statusStart(String address, boolean allowRemote) {
+        long h = enter();
+        try {
+            NativeLog.install();
+            return statusStart0(h, address, allowRemote);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Replaces the status listener's view of the instance (JSON); nothing if it is off. */
+    public void statusPush(String json) {
+        long h = enter();
+        try {
+            statusPush0(h, json);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Stops the status listener if it is on. */
+    public void statusStop() {
+        long h = enter();
+        try {
+            statusStop0(h);
+        } finally {
+            exit();
+        }
+    }
+
     /** Shuts down, waits until no call is inside native code, and frees the scheduler. */
     @Override
     public void close() {
@@ -293,4 +330,10 @@ public final class NativeScheduler implements AutoCloseable {
     private static native void totals(long h, long[] out);
 
     private static native int metrics0(long h, long[] out);
+
+    private static native String statusStart0(long h, String address, boolean allowRemote);
+
+    private static native void statusPush0(long h, String json);
+
+    private static native void statusStop0(long h);
 }

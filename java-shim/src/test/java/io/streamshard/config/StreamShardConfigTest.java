@@ -77,6 +77,34 @@ class StreamShardConfigTest {
 
     /** The README's configuration table is exactly what the definitions say. */
     @Test
+    void theStatusListenerIsOffByDefaultAndLoopbackOnlyUnlessAllowed() {
+        assertThat(StreamShardConfig.from(new Properties()).statusListener()).isNull();
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "127.0.0.1:7071")).statusListener())
+                .containsExactly("127.0.0.1", "7071");
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "[::1]:0")).statusListener())
+                .containsExactly("::1", "0");
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "localhost:7071")).statusListener())
+                .containsExactly("localhost", "7071");
+        for (String bad : List.of("7071", "127.0.0.1", "127.0.0.1:x", "127.0.0.1:70000", ":7071")) {
+            assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.status.listener", bad)))
+                    .as(bad).isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.status.listener")
+                    .hasMessageContaining("host:port");
+        }
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.status.listener", "0.0.0.0:7071")))
+                .isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.status.listener")
+                .hasMessageContaining("not a loopback address").hasMessageContaining("streamshard.status.allow.remote");
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "0.0.0.0:7071",
+                "streamshard.status.allow.remote", "true")).statusListener()).containsExactly("0.0.0.0", "7071");
+    }
+
+    @Test
+    void onlyStreamshardSettingsAreShown() {
+        StreamShardConfig c = StreamShardConfig.from(Map.of("streamshard.workers", "16",
+                "sasl.jaas.config", "secret", "bootstrap.servers", "b:9092"));
+        assertThat(c.shown()).containsExactly(Map.entry("streamshard.workers", "16"));
+    }
+
+    @Test
     void readmeTableIsTheGeneratedOne() throws Exception {
         String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
         assertThat(readme).contains(StreamShardConfig.toMarkdown().strip());

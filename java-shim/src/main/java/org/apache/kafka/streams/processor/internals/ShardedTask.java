@@ -42,7 +42,8 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     private final InternalProcessorContext<?, ?> context;
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
-    private final Map<TopicPartition, Integer> partitions = new HashMap<>();
+    /** Partition → its number in the scheduler registration; concurrent: the status thread reads it. */
+    private final Map<TopicPartition, Integer> partitions = new java.util.concurrent.ConcurrentHashMap<>();
     /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
     private final InlinePolicy inline;
     private final int maxBacklog;
@@ -63,6 +64,11 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     @Override
     public int partition() {
         return task.id().partition();
+    }
+
+    /** The partition's number in the scheduler registration, or null before its first record. */
+    Integer partitionIndex(TopicPartition tp) {
+        return partitions.get(tp);
     }
 
     @Override

@@ -40,6 +40,10 @@ public final class StreamShardInstances {
 
         /** streamshard's metrics in the instance's registry. */
         final io.streamshard.metrics.StreamShardMetrics metrics;
+        /** Per sub-topology, its graph for the status listener (only while one is on). */
+        final Map<Integer, String> graphs = Collections.synchronizedMap(new java.util.TreeMap<>());
+        /** The status listener's feed, or null when it is off. */
+        volatile StreamShardStatus status;
 
         Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde,
                 io.streamshard.metrics.StreamShardMetrics metrics) {
@@ -127,6 +131,26 @@ public final class StreamShardInstances {
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
+        instance.status = StreamShardStatus.start(instance, clientId,
+                String.valueOf(config.originals().get(StreamsConfig.APPLICATION_ID_CONFIG)));
+    }
+
+    /** The tasks streamshard runs for {@code instance}. */
+    static java.util.List<ShardedTask> tasksOf(Instance instance) {
+        java.util.List<ShardedTask> out = new java.util.ArrayList<>();
+        for (ShardedTask t : TASKS.values()) {
+            if (t.instance == instance) {
+                out.add(t);
+            }
+        }
+        return out;
+    }
+
+    /** host:port of the instance's status listener, or null when it has none. */
+    public static String statusAddress(KafkaStreams streams) {
+        Instance instance = BY_STREAMS.get(streams);
+        StreamShardStatus s = instance == null ? null : instance.status;
+        return s == null ? null : s.address();
     }
 
     /** Why an instance with these settings runs stock, or null. */
@@ -167,6 +191,9 @@ public final class StreamShardInstances {
         INSTANCES.values().remove(instance);
         TASKS.values().removeIf(t -> t.instance == instance);
         instance.metrics.close();
+        if (instance.status != null) {
+            instance.status.stop();
+        }
         instance.executor.close();
         LOG.info("streamshard: workers stopped");
     }
@@ -232,6 +259,10 @@ public final class StreamShardInstances {
                 instance.config.serialProcessors(), instance.defaultKeySerde);
         String id = task.id().toString();
         instance.decisions.put(id, c);
+        if (instance.status != null) {
+            instance.graphs.putIfAbsent(task.id().subtopology(),
+                    TopologyInspector.graphJson(task.id().subtopology(), task.topology, c));
+        }
         if (instance.logged.add(task.id().subtopology())) {
             LOG.info("streamshard: task {} (and the other tasks of sub-topology {}): {}; {}", id,
                     task.id().subtopology(), c.summary(), String.join("; ", c.lines()));

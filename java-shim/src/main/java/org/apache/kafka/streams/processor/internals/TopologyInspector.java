@@ -2,13 +2,16 @@ package org.apache.kafka.streams.processor.internals;
 
 import io.streamshard.classify.Classification;
 import io.streamshard.classify.NodeClassifier;
+import io.streamshard.classify.NodeDecision;
 import io.streamshard.classify.NodeInfo;
 import io.streamshard.classify.StoreInfo;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -33,6 +36,42 @@ public final class TopologyInspector {
     public static Classification classify(ProcessorTopology topology, Collection<String> optedIn,
             Collection<String> forcedSerial, String defaultKeySerde) {
         return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn, forcedSerial);
+    }
+
+    /**
+     * The sub-topology as the status listener shows it: {@code {"id":…,"nodes":[{name, kind,
+     * class, children, region, reason, topics, stores}]}}, regions from {@code c}.
+     */
+    public static String graphJson(int subtopology, ProcessorTopology topology, Classification c) {
+        Map<String, List<String>> topics = new HashMap<>();
+        for (String t : topology.sourceTopics()) {
+            SourceNode<?, ?> n = topology.source(t);
+            if (n != null) {
+                topics.computeIfAbsent(n.name(), k -> new ArrayList<>()).add(t);
+            }
+        }
+        for (String t : topology.sinkTopics()) {
+            SinkNode<?, ?> n = topology.sink(t);
+            if (n != null) {
+                topics.computeIfAbsent(n.name(), k -> new ArrayList<>()).add(t);
+            }
+        }
+        io.streamshard.status.Json j = new io.streamshard.status.Json().object().field("id", subtopology)
+                .key("nodes").array();
+        for (NodeInfo n : nodes(topology, null)) {
+            NodeDecision d = c.nodes().get(n.name());
+            boolean stock = c.mode() == Classification.Mode.STOCK;
+            String region = stock ? "stock" : d != null && !d.parallel() ? "serial" : "parallel";
+            String reason = stock ? c.stockReason() : d == null ? "" : d.reason();
+            String cls = n.processorClass() == null ? (n.kind() == NodeInfo.Kind.SOURCE ? "SourceNode" : "SinkNode")
+                    : n.processorClass().substring(n.processorClass().lastIndexOf('.') + 1);
+            j.object().field("name", n.name()).field("kind", n.kind().name().toLowerCase(java.util.Locale.ROOT))
+                    .field("class", cls).field("children", n.children()).field("region", region)
+                    .field("reason", reason == null ? "" : reason)
+                    .field("topics", topics.getOrDefault(n.name(), List.of()))
+                    .field("stores", new java.util.TreeSet<>(n.stores())).end();
+        }
+        return j.endArray().end().toString();
     }
 
     static List<NodeInfo> nodes(ProcessorTopology topology, String defaultKeySerde) {
