@@ -100,6 +100,7 @@ class StatusIT {
             assertThat(committedSum(second, a)).isEqualTo(2 * BATCH);
             assertThat(committedSum(second, s)).as("a stock task's committed offsets too").isEqualTo(2 * BATCH);
             checkSnapshot(second, appId, a, w, s);
+            checkRefusals(addr);
 
             // The gRPC service, through the command-line client: the same tasks and modes.
             JsonNode grpc = JSON.readTree(cli(addr, "--json"));
@@ -125,7 +126,75 @@ class StatusIT {
                 feed.interrupt();
                 feed.join();
             }
+            checkRates(streams, a);
         }
+    }
+
+    @Test
+    void aBusyPortIsOneWarningAndAnOpenAddressNeedsConsent() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream("sst-unused", Consumed.with(Serdes.String(), Serdes.String())).mapValues(v -> v).to("sst-unused-out");
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + Inputs.suffix("status-busy"));
+            p.put("streamshard.status.listener", "127.0.0.1:" + taken.getLocalPort());
+            p.put("state.dir", Files.createTempDirectory("streamshard-status-busy").toString());
+            try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+                assertThat(StreamShard.active(streams)).as("the app runs with streamshard all the same").isTrue();
+                assertThat(StreamShard.statusAddress(streams)).isNull();
+            }
+        }
+        Properties open = EnrichmentApp.config(BOOTSTRAP, "it" + Inputs.suffix("status-open"));
+        open.put("streamshard.status.listener", "0.0.0.0:0");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new KafkaStreams(b.build(), open).close())
+                .isInstanceOf(org.apache.kafka.common.config.ConfigException.class)
+                .hasMessageContaining("streamshard.status.listener")
+                .hasMessageContaining("streamshard.status.allow.remote");
+    }
+
+    /** A running app's listener survives requests it does not serve, and stays read-only. */
+    static void checkRefusals(String addr) throws Exception {
+        HttpClient http = HttpClient.newHttpClient();
+        for (String method : List.of("POST", "PUT", "DELETE")) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + addr + "/api/status"))
+                    .method(method, HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(method).isEqualTo(405);
+        }
+        assertThat(http.send(HttpRequest.newBuilder(URI.create("http://" + addr + "/config")).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(404);
+        String[] hp = addr.split(":");
+        try (java.net.Socket raw = new java.net.Socket(hp[0], Integer.parseInt(hp[1]))) {
+            raw.getOutputStream().write(new byte[] {(byte) 0xff, 0, 1, 2, '\r', '\n', '\r', '\n'});
+            raw.getOutputStream().flush();
+            raw.setSoTimeout(5000);
+            try {
+                raw.getInputStream().read(); // a 400 or a closed connection, never a hang
+            } catch (java.net.SocketTimeoutException e) {
+                throw new AssertionError("the listener hung on a malformed request", e);
+            }
+        }
+        assertThat(status(addr).at("/instance/state").asText()).isEqualTo("RUNNING");
+    }
+
+    /** While records flow (fed here, 200 at a time), the rate gauges in the Kafka Streams registry read above zero. */
+    private static void checkRates(KafkaStreams streams, String topic) throws Exception {
+        double best = 0;
+        double bestTask = 0;
+        for (int i = 0; i < 20 && (best == 0 || bestTask == 0); i++) {
+            int from = 100_000 + i * 200;
+            Inputs.produce(BOOTSTRAP, 200, n -> new ProducerRecord<>(topic, "k" + (n % 40), Integer.toString(from + n)));
+            Thread.sleep(300);
+            for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> e
+                    : streams.metrics().entrySet()) {
+                org.apache.kafka.common.MetricName m = e.getKey();
+                if (m.group().equals("streamshard-metrics") && m.name().equals("handoffs-rate")) {
+                    best = Math.max(best, (Double) e.getValue().metricValue());
+                } else if (m.group().equals("streamshard-task-metrics") && m.name().equals("completed-rate")) {
+                    bestTask = Math.max(bestTask, (Double) e.getValue().metricValue());
+                }
+            }
+        }
+        assertThat(best).as("handoffs-rate while records flow").isPositive();
+        assertThat(bestTask).as("a task's completed-rate while records flow").isPositive();
     }
 
     private static void produce(String a, String w, String s, int from) {
@@ -157,11 +226,11 @@ class StatusIT {
     /** The status once every partition of every input shows its committed offset (pushed every 250 ms). */
     private static JsonNode awaitCommittedInStatus(String addr, long perTopic) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        JsonNode last = null;
+        Map<String, Long> sums = new HashMap<>();
         while (System.nanoTime() < deadline) {
-            last = status(addr);
+            JsonNode last = status(addr);
             boolean all = last.at("/tasks").size() == 6;
-            Map<String, Long> sums = new HashMap<>();
+            sums = new HashMap<>();
             for (JsonNode t : last.at("/tasks")) {
                 for (JsonNode part : t.at("/partitions")) {
                     sums.merge(part.at("/topic").asText(), part.at("/committed").asLong(0), Long::sum);
@@ -172,7 +241,7 @@ class StatusIT {
             }
             Thread.sleep(100);
         }
-        throw new AssertionError("the status never showed " + perTopic + " committed per topic: " + last);
+        throw new AssertionError("the status never showed " + perTopic + " committed per topic; last seen: " + sums);
     }
 
     private static long committedSum(JsonNode snap, String topic) {
