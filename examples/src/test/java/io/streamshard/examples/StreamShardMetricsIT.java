@@ -87,6 +87,7 @@ class StreamShardMetricsIT {
             for (Map.Entry<String, Map<String, Object>> t : tasks.entrySet()) {
                 Map<String, Object> m = t.getValue();
                 assertThat(m).containsKeys("mode", "queued", "in-flight", "handoffs-total", "completed-total",
+                        "completed-rate",
                         "failed-total", "active-keys", "deepest-key-queue", "serial-backlog", "drain-total",
                         "drain-time-avg-ns", "drain-time-max-ns", "wait-time-avg-ns", "wait-time-max-ns",
                         "run-time-avg-ns", "run-time-max-ns");

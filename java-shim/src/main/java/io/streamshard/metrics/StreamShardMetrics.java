@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.function.ToDoubleFunction;
+import java.util.function.ToLongFunction;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
 import org.apache.kafka.common.metrics.Metrics;
@@ -49,7 +50,13 @@ public final class StreamShardMetrics {
     private final Map<TaskView, List<MetricName>> taskMetrics = new LinkedHashMap<>();
     private SchedulerMetrics snapshot;
     private long snapshotAt;
+    /** For the rates: a snapshot at least RATE_WINDOW_NANOS old, and the newest one that may replace it. */
+    private SchedulerMetrics rateBase;
+    private long rateBaseAt;
+    private SchedulerMetrics rateNext;
+    private long rateNextAt;
     private boolean refused;
+    static final long RATE_WINDOW_NANOS = 1_000_000_000L;
 
     public StreamShardMetrics(Metrics registry, String clientId, ShardExecutor executor, int workers) {
         this.registry = registry;
@@ -64,6 +71,10 @@ public final class StreamShardMetrics {
         instance("handoffs-total", "Records handed to the workers since the instance started.",
                 s -> s.totals.submitted());
         instance("completed-total", "Records the workers finished.", s -> s.totals.finished());
+        instance("handoffs-rate", "Records handed to the workers per second, over the last 1 to 2 s of readings.",
+                s -> rate(x -> x.totals.submitted()));
+        instance("completed-rate", "Records the workers finished per second, over the last 1 to 2 s of readings.",
+                s -> rate(x -> x.totals.finished()));
         instance("failed-total", "Records that failed on a worker.", s -> s.totals.failures());
         instance("wait-time-avg-ns", "Mean time from hand-off to a worker taking the record, sampled, ns.",
                 s -> s.wait.meanNanos());
@@ -96,6 +107,11 @@ public final class StreamShardMetrics {
         names.add(task("handoffs-total", "The task's records handed to the workers (since its scheduler "
                 + "registration).", tags, own, x -> x.submitted));
         names.add(task("completed-total", "The task's records the workers finished.", tags, own, x -> x.finished));
+        names.add(add("completed-rate", "The task's records the workers finished per second, over the last 1 to 2 s "
+                + "of readings.", tags, (Gauge<Double>) (c, now) -> rate(x -> {
+                    SchedulerMetrics.Task m = x.task(t.subtopology(), t.partition());
+                    return m == null ? 0 : m.finished;
+                })));
         names.add(task("failed-total", "The task's records that failed on a worker.", tags, own, x -> x.failures));
         names.add(task("active-keys", "Keys with unfinished records now.", tags, own, x -> x.activeKeys));
         names.add(task("deepest-key-queue", "The most unfinished records one key has had at once.", tags, own,
@@ -189,7 +205,30 @@ public final class StreamShardMetrics {
                 snapshot = SchedulerMetrics.empty();
             }
             snapshotAt = now;
+            if (rateBase == null) {
+                rateBase = snapshot;
+                rateBaseAt = now;
+            } else if (rateNext == null || now - rateNextAt >= RATE_WINDOW_NANOS) {
+                // The base moves up once a newer reading is a full window old, so a rate always
+                // spans 1 to 2 windows of readings (more if nobody read for longer).
+                if (rateNext != null) {
+                    rateBase = rateNext;
+                    rateBaseAt = rateNextAt;
+                }
+                rateNext = snapshot;
+                rateNextAt = now;
+            }
         }
         return snapshot;
+    }
+
+    /** Per second between the rate base and the newest snapshot; 0 until a window has passed. */
+    private synchronized double rate(ToLongFunction<SchedulerMetrics> counter) {
+        SchedulerMetrics cur = snapshot();
+        double seconds = (snapshotAt - rateBaseAt) / 1e9;
+        if (rateBase == null || seconds < RATE_WINDOW_NANOS / 2e9) {
+            return 0.0;
+        }
+        return Math.max(0, counter.applyAsLong(cur) - counter.applyAsLong(rateBase)) / seconds;
     }
 }
