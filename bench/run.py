@@ -114,14 +114,16 @@ def commit_ms(s, quick):
     return 1000 if quick else 30000
 
 
-def command(engine, s, workers, run, topics, quick):
+def command(engine, s, workers, run, topics, quick, status_port=None):
     java = ["java", "-Xmx1g", "-XX:+UseParallelGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dorg.slf4j.simpleLogger.log.io.streamshard=info"] + os.environ.get("BENCH_JAVA_OPTS", "").split()
     inp, out, counts = topics
     if engine == "pc":
         return java + ["-cp", classpath("bench-pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
                        s.guarantee, str(workers)]
-    agent = ["-javaagent:" + AGENT] if engine == "streamshard" else []
+    agent = ["-javaagent:" + AGENT] if engine.startswith("streamshard") else []
+    if status_port:
+        java.append(f"-Dbench.status.listener=127.0.0.1:{status_port}")
     threads = s.partitions if engine == "stock-4t" else 1
     if s.commit_ms or quick:
         java.append(f"-Dbench.commit.interval.ms={commit_ms(s, quick)}")
@@ -155,10 +157,53 @@ class Sampler(threading.Thread):
         while not self.stopped.wait(0.2):
             self.sample()
 
+    def thread_cpu_s(self, prefix):
+        """CPU seconds of the app's threads whose name starts with prefix (Linux keeps 15 characters)."""
+        total = 0
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                with open(f"/proc/{self.pid}/task/{tid}/comm") as f:
+                    if not f.read().strip().startswith(prefix[:15]):
+                        continue
+                with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass
+        return total / CLK_TCK
+
+
+class StatusWatcher(threading.Thread):
+    """What a status page open on the app costs it: GET /api/status every second, as the page does."""
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.url = f"http://127.0.0.1:{port}/api/status"
+        self.polls = 0
+        self.errors = 0
+        self.stopped = threading.Event()
+
+    def run(self):
+        import urllib.request
+        while not self.stopped.wait(1.0):
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    json.loads(r.read())
+                self.polls += 1
+            except (OSError, ValueError):
+                self.errors += 1  # not listening yet (JVM starting), or stopping
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
 
 def run_one(s, engine, workers, out_dir, quick):
     records = s.stock_records if engine.startswith("stock") and s.stock_records else s.records
-    run = f"bench-{s.name}-{engine}-w{workers}-{int(time.time() * 1000) % 10**9}"
+    run = f"bench-{s.name}-{engine.replace('+', '-')}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
     counts = run + "-counts" if (s.counts or s.shape != "copy") and engine != "pc" else None
     load("create", "--topic", inp, "--partitions", s.partitions)
@@ -176,10 +221,14 @@ def run_one(s, engine, workers, out_dir, quick):
 
     logf = open(os.path.join(out_dir, "logs", run + ".log"), "w")
     started = time.time()
-    app = subprocess.Popen(command(engine, s, workers, run, (inp, out, counts), quick), stdout=logf,
+    status_port = free_port() if engine == "streamshard+status" else None
+    app = subprocess.Popen(command(engine, s, workers, run, (inp, out, counts), quick, status_port), stdout=logf,
                            stderr=subprocess.STDOUT, start_new_session=True)
     sampler = Sampler(app.pid)
     sampler.start()
+    watcher = StatusWatcher(status_port) if status_port else None
+    if watcher:
+        watcher.start()
     result = {"scenario": s.name, "engine": engine, "workers": workers, "records": records,
               "partitions": s.partitions, "guarantee": s.guarantee}
     try:
@@ -200,11 +249,17 @@ def run_one(s, engine, workers, out_dir, quick):
         if rc != 0:
             raise RuntimeError(f"{engine} did not consume the tail of {inp}; see {logf.name}")
         sampler.sample()
+        if watcher:
+            # The listener's runtime thread and the Java thread that feeds it: what the status costs.
+            result.update(status_cpu_s=round(sampler.thread_cpu_s("streamshard-status"), 2))
         result.update(cpu_s=round(sampler.cpu_s, 2), peak_rss_mb=round(sampler.peak_rss_kb / 1024, 1),
                       wall_s=round(time.time() - started, 1), tail_records=tail, tail_rate=rate,
                       tail_from_us=tail_from_us)
     finally:
         sampler.stopped.set()
+        if watcher:
+            watcher.stopped.set()
+            result.update(status_polls=watcher.polls)
         os.killpg(app.pid, signal.SIGTERM)
         try:
             app.wait(30)
@@ -222,6 +277,7 @@ def run_one(s, engine, workers, out_dir, quick):
     result["p50_ms"], result["p99_ms"] = lat.get("p50"), lat.get("p99")
     log(f"{s.name:12} {engine:12} w={workers:<4} rate={result['rate_rps']} rec/s p50={result['p50_ms']} ms "
         f"p99={result['p99_ms']} ms cpu={result['cpu_s']} s rss={result['peak_rss_mb']} MB "
+        + (f"status cpu={result.get('status_cpu_s')} s polls={result.get('status_polls')} " if watcher else "") +
         f"verify={'ok' if summary.get('ok') else 'FAILED ' + json.dumps(summary)}")
     return result
 
@@ -340,7 +396,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small inputs, fewer engines: under 3 minutes")
     ap.add_argument("--only", help="comma-separated scenario names")
     ap.add_argument("--out", help="where results go (default docs/benchmarks, or target/bench-quick with --quick)")
-    ap.add_argument("--engines", help="comma-separated engines to run (default: each scenario's list)")
+    ap.add_argument("--engines", help="comma-separated engines to run (default: each scenario's list); "
+                    "streamshard+status runs streamshard with its status listener on and polled every second")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other runs in --out/results.json and replace only the ones run now")
     ap.add_argument("--report-only", action="store_true",
@@ -368,7 +425,10 @@ def main():
     began = time.time()
     results = []
     for s in scns:
-        for engine in [e for e in s.engines if not a.engines or e in a.engines.split(",")]:
+        # streamshard+status: streamshard with the status listener on and a watcher polling it every second.
+        extra = ["streamshard+status"] if a.engines and "streamshard+status" in a.engines.split(",") \
+            and "streamshard" in s.engines else []
+        for engine in [e for e in s.engines if not a.engines or e in a.engines.split(",")] + extra:
             for workers in (s.sweep or [s.workers]):
                 try:
                     results.append(run_one(s, engine, workers, a.out, a.quick))
@@ -383,7 +443,7 @@ def main():
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
-        engines = ["stock", "stock-4t", "streamshard", "pc"]
+        engines = ["stock", "stock-4t", "streamshard", "streamshard+status", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),
                                                         r["workers"]))
         ran = {r["scenario"] for r in results}

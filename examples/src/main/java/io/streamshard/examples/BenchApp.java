@@ -104,6 +104,10 @@ public final class BenchApp {
         p.put(StreamsConfig.STATE_DIR_CONFIG, System.getProperty("java.io.tmpdir") + "/streamshard-bench-" + args[1]);
         // Read only by the agent; stock Kafka Streams ignores unknown keys.
         p.put("streamshard.workers", args[8]);
+        String status = System.getProperty("bench.status.listener", "");
+        if (!status.isEmpty()) {
+            p.put("streamshard.status.listener", status);
+        }
         String counts = args[4].equals("-") ? null : args[4];
         String shape = args.length > 9 ? args[9] : "copy";
         KafkaStreams streams = new KafkaStreams(topology(shape, args[2], args[3], counts, work), p);

@@ -92,8 +92,15 @@ public final class Demo {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx1g");
+        String status = null;
         if (mode.equals("streamshard")) {
             cmd.add("-javaagent:" + agent);
+            try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                status = "127.0.0.1:" + free.getLocalPort();
+            }
+            cmd.add("-Dstreamshard.demo.status=" + status);
+            System.out.printf("streamshard's live status while it runs: http://%s/  (or %s %s --watch)%n", status,
+                    CLI, status);
         }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
@@ -102,11 +109,18 @@ public final class Demo {
         File log = Files.createTempFile("streamshard-demo-" + mode + "-", ".log").toFile();
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
         long[] progress;
+        String watched = status;
+        boolean[] shown = {watched == null};
         try {
             progress = waitForCommitted(bootstrap, appId, EnrichmentApp.INPUT + suffix, records, Duration.ofMinutes(10),
                     () -> {
                         if (!p.isAlive()) {
                             throw new IllegalStateException("the app exited early; its log: " + log);
+                        }
+                    }, committed -> {
+                        if (!shown[0] && committed >= records / 3) {
+                            shown[0] = true;
+                            showStatus(watched);
                         }
                     });
         } finally {
@@ -125,6 +139,32 @@ public final class Demo {
      */
     public static long[] waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
             Runnable check) throws Exception {
+        return waitForCommitted(bootstrap, group, topic, records, timeout, check, committed -> { });
+    }
+
+    /** The status client, as the demo script builds it. */
+    static final String CLI = System.getProperty("streamshard.status.cli", "target/release/streamshard-status");
+
+    /** Prints what the status listener at {@code addr} shows now (the streamshard-status table), if the client is built. */
+    static void showStatus(String addr) {
+        if (!Files.isExecutable(Path.of(CLI))) {
+            return;
+        }
+        try {
+            Process c = new ProcessBuilder(CLI, addr).redirectErrorStream(true).start();
+            String out = new String(c.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (c.waitFor(10, java.util.concurrent.TimeUnit.SECONDS) && c.exitValue() == 0) {
+                System.out.println("a third of the way through, " + CLI + " " + addr + " shows:");
+                out.lines().forEach(l -> System.out.println("  | " + l));
+            }
+        } catch (java.io.IOException | InterruptedException e) {
+            // the demo goes on without it
+        }
+    }
+
+    /** As above; {@code onProgress} gets the committed count at every poll. */
+    public static long[] waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
+            Runnable check, java.util.function.LongConsumer onProgress) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -140,6 +180,7 @@ public final class Demo {
                         .mapToLong(e -> e.getValue().offset())
                         .sum();
                 long now = System.nanoTime();
+                onProgress.accept(sum);
                 if (sum > 0 && firstAt == 0) {
                     firstAt = now;
                     firstCount = sum;

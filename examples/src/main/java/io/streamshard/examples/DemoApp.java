@@ -19,6 +19,10 @@ public final class DemoApp {
         int workers = Integer.parseInt(args[4]);
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put("streamshard.workers", Integer.toString(workers));
+        String status = System.getProperty("streamshard.demo.status");
+        if (status != null) {
+            p.put("streamshard.status.listener", status);
+        }
         // The crash test restarts a killed instance: a short session lets the group move on quickly.
         // (Under the streams rebalance protocol, KIP-1071, the broker sets the session instead.)
         String stateDir = System.getProperty("streamshard.it.state.dir");
