@@ -26,9 +26,6 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
-import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.Produced;
-import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
@@ -53,22 +50,7 @@ class StatusIT {
         String s = "sst-s" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(a, w, s, "sst-a-out" + suffix, "sst-w-out" + suffix));
         StreamsBuilder b = new StreamsBuilder();
-        b.stream(a, Consumed.with(Serdes.String(), Serdes.String()))
-                .mapValues(v -> {
-                    Probe.sleep(1);
-                    return v;
-                })
-                .to("sst-a-out" + suffix, Produced.with(Serdes.String(), Serdes.String()));
-        b.stream(w, Consumed.with(Serdes.String(), Serdes.String()))
-                .mapValues(v -> {
-                    Probe.sleep(1);
-                    return v;
-                })
-                .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
-                .count()
-                .toStream((k, v) -> k.key())
-                .to("sst-w-out" + suffix, Produced.with(Serdes.String(), Serdes.Long()));
+        StreamShardMetricsIT.parallelAndSplit(b, a, w, "sst-a-out" + suffix, "sst-w-out" + suffix);
         b.stream(s, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(() -> new Processor<String, String, Void, Void>() {
                     @Override

@@ -33,21 +33,17 @@ class StreamShardMetricsIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     private static final int RECORDS = 1_000;
 
-    @Test
-    void taskAndInstanceMetricsCountTheRecordsAndShowOnJmx() throws Exception {
-        String suffix = Inputs.suffix("ssmetrics");
-        String a = "ssm-a" + suffix;
-        String w = "ssm-w" + suffix;
-        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(a, w, "ssm-a-out" + suffix, "ssm-w-out" + suffix));
-        Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(a, "k" + (i % 50), Integer.toString(i)));
-        Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(w, "k" + (i % 50), Integer.toString(i)));
-        StreamsBuilder b = new StreamsBuilder();
+    /**
+     * Two sub-topologies over {@code a} and {@code w}, each with a 1 ms step: one all parallel
+     * (copy to {@code outA}), one split (a windowed count in its serial region, into {@code outW}).
+     */
+    static void parallelAndSplit(StreamsBuilder b, String a, String w, String outA, String outW) {
         b.stream(a, Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> {
                     Probe.sleep(1);
                     return v;
                 })
-                .to("ssm-a-out" + suffix, Produced.with(Serdes.String(), Serdes.String()));
+                .to(outA, Produced.with(Serdes.String(), Serdes.String()));
         b.stream(w, Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> {
                     Probe.sleep(1);
@@ -57,7 +53,19 @@ class StreamShardMetricsIT {
                 .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofSeconds(10)))
                 .count()
                 .toStream((k, v) -> k.key())
-                .to("ssm-w-out" + suffix, Produced.with(Serdes.String(), Serdes.Long()));
+                .to(outW, Produced.with(Serdes.String(), Serdes.Long()));
+    }
+
+    @Test
+    void taskAndInstanceMetricsCountTheRecordsAndShowOnJmx() throws Exception {
+        String suffix = Inputs.suffix("ssmetrics");
+        String a = "ssm-a" + suffix;
+        String w = "ssm-w" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(a, w, "ssm-a-out" + suffix, "ssm-w-out" + suffix));
+        Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(a, "k" + (i % 50), Integer.toString(i)));
+        Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(w, "k" + (i % 50), Integer.toString(i)));
+        StreamsBuilder b = new StreamsBuilder();
+        parallelAndSplit(b, a, w, "ssm-a-out" + suffix, "ssm-w-out" + suffix);
         String appId = "it" + suffix;
         Properties p = EnrichmentApp.config(BOOTSTRAP, appId);
         p.put("streamshard.workers", "8");
