@@ -402,16 +402,20 @@ impl Scheduler {
         c.dropped.store(t.dropped, Relaxed);
         c.active_keys.store(t.active_keys(), Relaxed);
         c.max_key_depth.store(t.max_key_depth, Relaxed);
-        Self::publish_timing(c, t);
         c.closed.store(t.closed, Relaxed);
         c.failed.store(t.failure.is_some(), Relaxed);
     }
 
-    /// Publishes a task's sampled wait and run times.
-    fn publish_timing(c: &TaskCounters, t: &Task) {
+    /// Publishes a task's sampled wait times: after a timed dispatch (only those change them) and
+    /// at registration (a reused counter slot starts from zero).
+    fn publish_wait(c: &TaskCounters, t: &Task) {
         c.wait_count.store(t.wait.count, Relaxed);
         c.wait_sum_ns.store(t.wait.sum, Relaxed);
         c.wait_max_ns.store(t.wait.max, Relaxed);
+    }
+
+    /// Publishes a task's sampled run times: after a timed completion, and at registration.
+    fn publish_run(c: &TaskCounters, t: &Task) {
         c.run_count.store(t.run.count, Relaxed);
         c.run_sum_ns.store(t.run.sum, Relaxed);
         c.run_max_ns.store(t.run.max, Relaxed);
@@ -490,6 +494,8 @@ impl Scheduler {
         c.cap.store(cap, Relaxed);
         c.generation.store(generation, Relaxed);
         self.publish(index, &task);
+        Self::publish_wait(c, &task);
+        Self::publish_run(c, &task);
         c.live.store(true, Relaxed);
         st.tasks[index as usize] = Some(task);
         st.ids.insert(id, index);
@@ -837,6 +843,7 @@ impl Scheduler {
                 let waited = now.saturating_sub(e.submitted_ns);
                 self.wait_ns.record_exclusive(waited);
                 t.wait.add(waited);
+                Self::publish_wait(&self.counters[ti as usize], t);
             }
             t.queued -= 1;
             t.running += 1;
@@ -847,7 +854,6 @@ impl Scheduler {
             let c = &self.counters[ti as usize];
             c.queued.store(t.queued, Relaxed);
             c.running.store(t.running, Relaxed);
-            Self::publish_timing(c, t);
             if again {
                 ring_push(ring_head, ring_tail, tasks, ti);
             }
@@ -1009,6 +1015,7 @@ impl Scheduler {
             let ran = self.now_ns().saturating_sub(e.dispatched_ns);
             self.run_ns.record_exclusive(ran);
             t.run.add(ran);
+            Self::publish_run(&self.counters[ti as usize], t);
         }
         t.partitions[e.partition as usize].finish(e.seq, failure.is_none());
         t.running -= 1;

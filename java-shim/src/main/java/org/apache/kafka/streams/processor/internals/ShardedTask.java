@@ -8,7 +8,6 @@ import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -69,6 +68,19 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     /** The partition's number in the scheduler registration, or null before its first record. */
     Integer partitionIndex(TopicPartition tp) {
         return partitions.get(tp);
+    }
+
+    /**
+     * The partition's number, assigned at its first record. Only the StreamThread assigns, so a
+     * plain get-then-put is enough: no capturing lambda, no compute lock on the record path.
+     */
+    private int partitionNumber(TopicPartition tp) {
+        Integer n = partitions.get(tp);
+        if (n == null) {
+            n = partitions.size();
+            partitions.put(tp, n);
+        }
+        return n;
     }
 
     @Override
@@ -190,7 +202,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         if (serialRegion != null) {
             serialRegion.append(t);
         }
-        int partition = partitions.computeIfAbsent(info.partition(), k -> partitions.size());
+        int partition = partitionNumber(info.partition());
         long deadline = 0;
         byte[] rawKey = StreamShardCompat.COMPAT.rawKey(record);
         while (!shard.submit(partition, record.offset(), rawKey, t)) {

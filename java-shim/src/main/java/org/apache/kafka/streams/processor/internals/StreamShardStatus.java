@@ -29,6 +29,8 @@ final class StreamShardStatus {
     private final String applicationId;
     private final String address;
     private final Thread thread;
+    /** The instance's {@code streamshard.*} settings as given (they never change). */
+    private final java.util.SortedMap<String, String> shown;
     private volatile boolean stopped;
     private boolean pushFailed;
 
@@ -38,6 +40,7 @@ final class StreamShardStatus {
         this.clientId = clientId;
         this.applicationId = applicationId;
         this.address = address;
+        this.shown = instance.config.shown();
         this.thread = new Thread(this::run, "streamshard-status-" + clientId);
         thread.setDaemon(true);
     }
@@ -58,9 +61,11 @@ final class StreamShardStatus {
         String bound;
         try {
             bound = instance.executor.scheduler().statusStart(given, instance.config.statusAllowRemote());
-        } catch (SchedulerException e) {
+        } catch (RuntimeException | LinkageError e) {
+            // A refused or busy address (SchedulerException), or anything else: never the app's failure.
             StreamShardInstances.LOG.warn("streamshard: the status listener ({}={}) did not start: {}; {} runs on "
-                    + "without it", StreamShardConfig.STATUS_LISTENER, given, e.getMessage(), clientId);
+                    + "without it", StreamShardConfig.STATUS_LISTENER, given,
+                    e instanceof SchedulerException ? e.getMessage() : e.toString(), clientId);
             return null;
         }
         StreamShardStatus s = new StreamShardStatus(instance, clientId, applicationId, bound);
@@ -123,7 +128,7 @@ final class StreamShardStatus {
                 .field("workers", instance.config.workers())
                 .field("max_inflight", instance.config.maxInflight());
         j.key("config").object();
-        instance.config.shown().forEach(j::field);
+        shown.forEach(j::field);
         j.end().end();
 
         Map<String, ShardedTask> sharded = new HashMap<>();
