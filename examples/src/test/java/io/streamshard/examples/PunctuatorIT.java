@@ -10,6 +10,7 @@ import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -43,7 +44,12 @@ class PunctuatorIT {
         String suffix = Inputs.suffix(name);
         String input = name + "-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input));
-        OrderProducer.produce(BOOTSTRAP, input, 4_000, 300, 0.5, 5);
+        // Timestamps 1 ms apart: stream time then spans 4 s, so the 2 ms stream-time punctuator is
+        // due at almost every punctuation check (records stamped by a fast producer span only a
+        // few ms, which left as few as 4 stream-time punctuations in CI on 4.4).
+        long base = System.currentTimeMillis() - 10_000;
+        Inputs.produce(BOOTSTRAP, 4_000, i -> new ProducerRecord<>(input, null, base + i, "c" + (i % 300),
+                Integer.toString(i)));
         Map<String, AtomicInteger> runningByTask = new ConcurrentHashMap<>();
         AtomicInteger punctuations = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
