@@ -45,6 +45,7 @@ public final class StreamShardAgent {
     static final String STREAM_TASK = P + "StreamTask";
     static final String APC = P + "AbstractProcessorContext";
     static final String PCI = P + "ProcessorContextImpl";
+    static final String IN_MEMORY_KV = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore";
     /** Advice classes are named, never loaded: loading one would load the Kafka class it advises. */
     static final String ADVICE = P + "StreamShardAdvice$";
     static final String FRAMES = P + "StreamShardFrames";
@@ -103,7 +104,12 @@ public final class StreamShardAgent {
             new Hook(P + "StreamsProducer", "maybeBeginTransaction", List.of(), ADVICE + "BeginTransaction",
                     List.of("transactionInFlight")),
             new Hook(APC, "setSystemTimeMs", List.of("long"), ADVICE + "SetSystemTime", List.of()),
-            new Hook(APC, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTime", List.of()));
+            new Hook(APC, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTime", List.of()),
+            new Hook(IN_MEMORY_KV, "getKeyValueIterator", List.of("java.util.Set", "boolean"),
+                    ADVICE + "InMemoryIterator", List.of()),
+            new Hook(IN_MEMORY_KV, "reverseAll", List.of(), ADVICE + "InMemoryIterator", List.of()),
+            new Hook(IN_MEMORY_KV, "prefixScan", List.of("java.lang.Object",
+                    "org.apache.kafka.common.serialization.Serializer"), ADVICE + "InMemoryIterator", List.of()));
 
     /** Fields whose every read and write in these classes goes through {@link StreamShardFrames}. */
     static final List<String> FRAMED_TYPES = List.of(APC, PCI);

@@ -291,4 +291,18 @@ public final class StreamShardAdvice {
             }
         }
     }
+
+    /**
+     * InMemoryKeyValueStore.getKeyValueIterator, reverseAll and prefixScan exit: the store's
+     * iterator reads the store's TreeMap on every hasNext/next without the store's lock, which a
+     * concurrent put (a StreamThread or a worker) can corrupt mid-read: an entry comes back with a
+     * null value. The returned iterator takes the store's lock for each of its calls instead.
+     */
+    public static final class InMemoryIterator {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object store,
+                @Advice.Return(readOnly = false) org.apache.kafka.streams.state.KeyValueIterator<?, ?> iterator) {
+            iterator = StreamShardStores.locked(store, iterator);
+        }
+    }
 }

@@ -1,0 +1,77 @@
+package org.apache.kafka.streams.processor.internals;
+
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.state.KeyValueIterator;
+
+/**
+ * The fix for the in-memory key-value store's iterators (see {@link StreamShardAdvice.InMemoryIterator}).
+ * {@code InMemoryKeyValueStore} guards its {@code TreeMap} with its own monitor on every write,
+ * but its iterator's {@code hasNext}, {@code next} and {@code peekNextKey} read the map later,
+ * unguarded: a put that rebalances the tree meanwhile can make {@code get} miss an entry that is
+ * there, and the iterator returns the key with a null value (stock Kafka Streams does this too,
+ * with one writer; streamshard's workers make it likelier). Each call of the wrapper holds the
+ * store's monitor, so it reads the map as the writers leave it. The iterator's behavior is
+ * otherwise the original's: keys as of its creation, values as of each call, deleted keys skipped,
+ * an {@code IllegalStateException} after close.
+ *
+ * <p>The monitor is held only inside the wrapped call, which touches nothing but the map and the
+ * iterator's own key copy, so no lock is ever taken while it is held: no lock-order cycle with the
+ * caching layer above the store.
+ */
+public final class StreamShardStores {
+    private StreamShardStores() {}
+
+    /** {@code iterator}, its every call made under {@code store}'s monitor (once: a wrapped one is returned as is). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public static <K, V> KeyValueIterator<K, V> locked(Object store, KeyValueIterator<K, V> iterator) {
+        if (iterator == null || iterator instanceof Locked) {
+            return iterator;
+        }
+        return new Locked(store, iterator);
+    }
+
+    static final class Locked<K, V> implements KeyValueIterator<K, V> {
+        private final Object lock;
+        private final KeyValueIterator<K, V> delegate;
+
+        Locked(Object lock, KeyValueIterator<K, V> delegate) {
+            this.lock = lock;
+            this.delegate = delegate;
+        }
+
+        @Override
+        public boolean hasNext() {
+            synchronized (lock) {
+                return delegate.hasNext();
+            }
+        }
+
+        @Override
+        public KeyValue<K, V> next() {
+            synchronized (lock) {
+                return delegate.next();
+            }
+        }
+
+        @Override
+        public K peekNextKey() {
+            synchronized (lock) {
+                return delegate.peekNextKey();
+            }
+        }
+
+        @Override
+        public void close() {
+            synchronized (lock) {
+                delegate.close();
+            }
+        }
+
+        @Override
+        public void remove() {
+            synchronized (lock) {
+                delegate.remove();
+            }
+        }
+    }
+}
