@@ -47,7 +47,7 @@ pub fn parse_value(value: &[u8]) -> Option<(u64, i64)> {
     Some((seq, produced_us))
 }
 
-/// Parses `--dist`: `uniform`, `zipf:S` or `hot:SHARE`, over `keys` keys.
+/// Parses `--dist`: `uniform`, `zipf:S`, `hot:SHARE` or `zipfhot:S:SHARE`, over `keys` keys.
 pub fn parse_dist(spec: &str, keys: u64) -> Result<KeyDist, String> {
     let (name, arg) = match spec.split_once(':') {
         Some((n, a)) => (n, Some(a)),
@@ -69,9 +69,16 @@ pub fn parse_dist(spec: &str, keys: u64) -> Result<KeyDist, String> {
             keys,
             share: number("share")?,
         },
+        "zipfhot" => {
+            let (s, share) = arg
+                .and_then(|a| a.split_once(':'))
+                .and_then(|(s, h)| Some((s.parse::<f64>().ok()?, h.parse::<f64>().ok()?)))
+                .ok_or_else(|| format!("--dist {spec}: expected zipfhot:<exponent>:<share>"))?;
+            KeyDist::ZipfHot { keys, s, share }
+        }
         _ => {
             return Err(format!(
-                "unknown --dist '{spec}' (expected uniform, zipf:S or hot:SHARE)"
+                "unknown --dist '{spec}' (expected uniform, zipf:S, hot:SHARE or zipfhot:S:SHARE)"
             ))
         }
     };
@@ -211,6 +218,9 @@ pub struct VerifyOptions {
     pub latency_after_us: Option<i64>,
     /// Duplicates do not make the run fail (at-least-once).
     pub allow_duplicates: bool,
+    /// Counts and totals may exceed the input's (at-least-once replays count twice); fewer is
+    /// still a mismatch.
+    pub min_counts: bool,
 }
 
 const MAX_EXAMPLES: usize = 5;
@@ -225,8 +235,12 @@ struct KeyState {
     output_copies: Vec<u32>,
     /// Sequence number of the key's previous output record.
     last_output_seq: Option<u64>,
+    /// Sum of `seq + 1` over the key's input records (what a total must reach).
+    input_total: u64,
     /// Last value seen in the counts topic.
     count: Option<Result<u64, String>>,
+    /// Last value seen in the totals topic.
+    total: Option<Result<u64, String>>,
 }
 
 /// Verifies an output topic against its input: feed it every input record, call
@@ -242,6 +256,7 @@ pub struct Verifier {
     unexpected: u64,
     order_violations: u64,
     counts_checked: bool,
+    totals_checked: bool,
     throughput_ts: Vec<i64>,
     latencies_ms: Vec<f64>,
     examples: Vec<String>,
@@ -263,6 +278,8 @@ pub struct Report {
     pub unexpected: u64,
     pub counts_checked: bool,
     pub count_mismatches: u64,
+    pub totals_checked: bool,
+    pub total_mismatches: u64,
     pub rate_rps: Option<f64>,
     pub rate_mid80_rps: Option<f64>,
     pub latency: Option<Latency>,
@@ -304,6 +321,7 @@ impl Verifier {
             unexpected: 0,
             order_violations: 0,
             counts_checked: false,
+            totals_checked: false,
             throughput_ts: Vec::new(),
             latencies_ms: Vec::new(),
             examples: Vec::new(),
@@ -331,6 +349,7 @@ impl Verifier {
         };
         k.input_seqs.push(seq);
         k.input_records += 1;
+        k.input_total = k.input_total.saturating_add(seq.saturating_add(1));
     }
 
     /// Ends the input; output and counts records may follow.
@@ -389,11 +408,7 @@ impl Verifier {
     /// One record of the counts topic, in log order (the last one per key is the final count).
     pub fn add_count(&mut self, key: &[u8], value: &[u8]) {
         self.counts_checked = true;
-        let count = std::str::from_utf8(value)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| short(value));
-        self.keys.entry(lossy(key)).or_default().count = Some(count);
+        self.keys.entry(lossy(key)).or_default().count = Some(parse_number(value));
     }
 
     /// Marks the counts as checked even if the counts topic turned out empty.
@@ -401,10 +416,34 @@ impl Verifier {
         self.counts_checked = true;
     }
 
+    /// One record of the totals topic, in log order: the last one per key must be the sum of
+    /// `seq + 1` over the key's input records.
+    pub fn add_total(&mut self, key: &[u8], value: &[u8]) {
+        self.totals_checked = true;
+        self.keys.entry(lossy(key)).or_default().total = Some(parse_number(value));
+    }
+
+    /// Marks the totals as checked even if the totals topic turned out empty.
+    pub fn expect_totals(&mut self) {
+        self.totals_checked = true;
+    }
+
+    /// Whether a final count or total is right: equal to `expected` (or at least it, with
+    /// `min_counts`); a key without input must have none or 0.
+    fn agrees(&self, got: &Option<Result<u64, String>>, expected: u64) -> bool {
+        match got {
+            Some(Ok(c)) if self.opts.min_counts => *c >= expected,
+            Some(Ok(c)) => *c == expected,
+            None => expected == 0,
+            Some(Err(_)) => false,
+        }
+    }
+
     pub fn report(&mut self) -> Report {
         let mut missing = 0u64;
         let mut duplicates = 0u64;
         let mut count_mismatches = 0u64;
+        let mut total_mismatches = 0u64;
         let mut new_examples = Vec::new();
         let mut names: Vec<&String> = self.keys.keys().collect();
         names.sort();
@@ -419,22 +458,13 @@ impl Verifier {
                     new_examples.push(format!("{name}:{seq} output {copies} times"));
                 }
             }
-            if self.counts_checked {
-                let ok = match &k.count {
-                    Some(Ok(c)) => *c == k.input_records,
-                    None => k.input_records == 0,
-                    Some(Err(_)) => false,
-                };
-                if !ok {
-                    count_mismatches += 1;
-                    new_examples.push(match &k.count {
-                        Some(Ok(c)) => {
-                            format!("count of {name} is {c}, expected {}", k.input_records)
-                        }
-                        Some(Err(v)) => format!("count of {name} is unparseable {v:?}"),
-                        None => format!("no count for {name}, expected {}", k.input_records),
-                    });
-                }
+            if self.counts_checked && !self.agrees(&k.count, k.input_records) {
+                count_mismatches += 1;
+                new_examples.push(mismatch("count", name, &k.count, k.input_records));
+            }
+            if self.totals_checked && !self.agrees(&k.total, k.input_total) {
+                total_mismatches += 1;
+                new_examples.push(mismatch("total", name, &k.total, k.input_total));
             }
         }
         for e in new_examples {
@@ -456,6 +486,7 @@ impl Verifier {
             && self.order_violations == 0
             && unexpected == 0
             && count_mismatches == 0
+            && total_mismatches == 0
             && (duplicates == 0 || self.opts.allow_duplicates);
         Report {
             ok,
@@ -474,11 +505,28 @@ impl Verifier {
             unexpected,
             counts_checked: self.counts_checked,
             count_mismatches,
+            totals_checked: self.totals_checked,
+            total_mismatches,
             rate_rps,
             rate_mid80_rps,
             latency,
             examples: self.examples.clone(),
         }
+    }
+}
+
+fn parse_number(value: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .ok_or_else(|| short(value))
+}
+
+fn mismatch(what: &str, key: &str, got: &Option<Result<u64, String>>, expected: u64) -> String {
+    match got {
+        Some(Ok(c)) => format!("{what} of {key} is {c}, expected {expected}"),
+        Some(Err(v)) => format!("{what} of {key} is unparseable {v:?}"),
+        None => format!("no {what} for {key}, expected {expected}"),
     }
 }
 
@@ -500,6 +548,8 @@ impl Report {
             "unexpected": self.unexpected,
             "counts_checked": self.counts_checked,
             "count_mismatches": self.count_mismatches,
+            "totals_checked": self.totals_checked,
+            "total_mismatches": self.total_mismatches,
             "rate_rps": self.rate_rps.map(round3),
             "rate_mid80_rps": self.rate_mid80_rps.map(round3),
             "latency_ms": self.latency.as_ref().map(|l| json!({
@@ -678,6 +728,72 @@ mod tests {
         assert_eq!(r.count_mismatches, 1);
     }
 
+    /// Totals are the sum of `seq + 1` per key (k0..k2: seqs 0..4, so 15 each).
+    fn with_totals(
+        opts: VerifyOptions,
+        counts: &[(&str, &str)],
+        totals: &[(&str, &str)],
+    ) -> Report {
+        let mut v = Verifier::new(opts);
+        for (k, val) in input() {
+            v.add_input(k.as_bytes(), val.as_bytes());
+        }
+        v.finish_input();
+        for (k, val) in input() {
+            v.add_output(k.as_bytes(), val.as_bytes(), None);
+        }
+        v.expect_counts();
+        for (k, c) in counts {
+            v.add_count(k.as_bytes(), c.as_bytes());
+        }
+        v.expect_totals();
+        for (k, t) in totals {
+            v.add_total(k.as_bytes(), t.as_bytes());
+        }
+        v.report()
+    }
+
+    #[test]
+    fn totals_are_checked_exactly_unless_min_counts() {
+        let counts = [("k0", "5"), ("k1", "5"), ("k2", "5")];
+        let r = with_totals(
+            VerifyOptions::default(),
+            &counts,
+            &[("k0", "15"), ("k1", "1"), ("k1", "15"), ("k2", "15")],
+        );
+        assert!(r.ok, "{r:?}");
+        assert!(r.totals_checked);
+        assert_eq!(r.total_mismatches, 0);
+        // Too high (a replay counted twice), too low, absent.
+        let r = with_totals(
+            VerifyOptions::default(),
+            &counts,
+            &[("k0", "16"), ("k1", "14")],
+        );
+        assert!(!r.ok);
+        assert_eq!(r.total_mismatches, 3);
+        assert_eq!(r.count_mismatches, 0);
+        // At-least-once: more is fine, fewer or none still fails, for counts and totals alike.
+        let alo = VerifyOptions {
+            min_counts: true,
+            ..Default::default()
+        };
+        let r = with_totals(
+            alo.clone(),
+            &[("k0", "6"), ("k1", "5"), ("k2", "9")],
+            &[("k0", "16"), ("k1", "15"), ("k2", "20")],
+        );
+        assert!(r.ok, "{r:?}");
+        let r = with_totals(
+            alo,
+            &[("k0", "4"), ("k1", "5")],
+            &[("k0", "16"), ("k1", "14"), ("k2", "15")],
+        );
+        assert!(!r.ok);
+        assert_eq!(r.count_mismatches, 2);
+        assert_eq!(r.total_mismatches, 1);
+    }
+
     #[test]
     fn rates_on_known_timestamps() {
         // 100 records, one per 10 ms: 99 intervals in 0.99 s; middle: ts[10] = 100, ts[90] = 900.
@@ -702,6 +818,7 @@ mod tests {
         let mut v = Verifier::new(VerifyOptions {
             latency_after_us: Some(1_000_000),
             allow_duplicates: false,
+            min_counts: false,
         });
         for seq in 0..130u64 {
             v.add_input(b"k0", encode_value(seq, 0, 0).as_bytes());
@@ -773,6 +890,16 @@ mod tests {
                 share: 0.5
             })
         );
+        assert_eq!(
+            parse_dist("zipfhot:1.1:0.05", 10),
+            Ok(KeyDist::ZipfHot {
+                keys: 10,
+                s: 1.1,
+                share: 0.05
+            })
+        );
+        assert!(parse_dist("zipfhot:1.1", 10).is_err());
+        assert!(parse_dist("zipfhot:x:0.1", 10).is_err());
         assert!(parse_dist("zipf", 10).is_err());
         assert!(parse_dist("hot:2", 10).is_err());
         assert!(parse_dist("normal", 10).is_err());

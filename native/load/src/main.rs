@@ -87,6 +87,12 @@ enum Command {
         output: String,
         #[arg(long)]
         counts: Option<String>,
+        /// A totals topic: the last value per key must be the sum of `seq + 1` over its input.
+        #[arg(long)]
+        totals: Option<String>,
+        /// Counts and totals may exceed the input's (at-least-once replays); fewer still fails.
+        #[arg(long)]
+        min_counts: bool,
         /// Records produced before this time (µs since the epoch) count for throughput, the
         /// others for latency.
         #[arg(long = "latency-after-us")]
@@ -151,6 +157,8 @@ fn main() -> ExitCode {
             input,
             output,
             counts,
+            totals,
+            min_counts,
             latency_after_us,
             allow_duplicates,
         } => cmd_verify(
@@ -158,9 +166,11 @@ fn main() -> ExitCode {
             &input,
             &output,
             counts.as_deref(),
+            totals.as_deref(),
             VerifyOptions {
                 latency_after_us,
                 allow_duplicates,
+                min_counts,
             },
         ),
     };
@@ -527,6 +537,7 @@ fn cmd_verify(
     input: &str,
     output: &str,
     counts: Option<&str>,
+    totals: Option<&str>,
     opts: VerifyOptions,
 ) -> CmdResult {
     let deadline = Instant::now() + VERIFY_READ_TIMEOUT;
@@ -548,6 +559,13 @@ fn cmd_verify(
         v.expect_counts();
         read_topic(brokers, counts, true, deadline, |m| {
             v.add_count(m.key().unwrap_or_default(), m.payload().unwrap_or_default())
+        })
+        .map_err(read_failure)?;
+    }
+    if let Some(totals) = totals {
+        v.expect_totals();
+        read_topic(brokers, totals, true, deadline, |m| {
+            v.add_total(m.key().unwrap_or_default(), m.payload().unwrap_or_default())
         })
         .map_err(read_failure)?;
     }

@@ -42,6 +42,9 @@ pub enum KeyDist {
     Zipf { keys: u64, s: f64 },
     /// Key 0 gets `share` of all records; the rest are uniform over the other keys.
     HotKey { keys: u64, share: f64 },
+    /// Key 0 gets `share` of all records; the rest are Zipf with exponent `s` over the other keys
+    /// (key 1 the most frequent of them).
+    ZipfHot { keys: u64, s: f64, share: f64 },
 }
 
 impl KeyDist {
@@ -49,7 +52,8 @@ impl KeyDist {
         match *self {
             KeyDist::Uniform { keys }
             | KeyDist::Zipf { keys, .. }
-            | KeyDist::HotKey { keys, .. } => keys,
+            | KeyDist::HotKey { keys, .. }
+            | KeyDist::ZipfHot { keys, .. } => keys,
         }
     }
 
@@ -61,29 +65,15 @@ impl KeyDist {
         }
         let table = match *self {
             KeyDist::Uniform { .. } => Table::Uniform,
-            KeyDist::Zipf { s, .. } => {
-                if !(s.is_finite() && s > 0.0) {
-                    return Err(format!("Zipf exponent must be a positive number, got {s}"));
+            KeyDist::Zipf { s, .. } => Table::Cdf(zipf_cdf(keys, s)?),
+            KeyDist::HotKey { share, .. } => Table::Hot(check_share(share)?),
+            KeyDist::ZipfHot { s, share, .. } => {
+                let share = check_share(share)?;
+                if keys == 1 {
+                    Table::Hot(share)
+                } else {
+                    Table::HotCdf(share, zipf_cdf(keys - 1, s)?)
                 }
-                if keys > 50_000_000 {
-                    return Err(format!("Zipf supports at most 50,000,000 keys, got {keys}"));
-                }
-                let mut cdf = Vec::with_capacity(keys as usize);
-                let mut total = 0.0f64;
-                for i in 0..keys {
-                    total += 1.0 / ((i + 1) as f64).powf(s);
-                    cdf.push(total);
-                }
-                for c in &mut cdf {
-                    *c /= total;
-                }
-                Table::Cdf(cdf)
-            }
-            KeyDist::HotKey { share, .. } => {
-                if !(0.0..=1.0).contains(&share) {
-                    return Err(format!("hot-key share must be within [0, 1], got {share}"));
-                }
-                Table::Hot(share)
             }
         };
         Ok(KeySampler {
@@ -94,11 +84,45 @@ impl KeyDist {
     }
 }
 
+fn check_share(share: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&share) {
+        Ok(share)
+    } else {
+        Err(format!("hot-key share must be within [0, 1], got {share}"))
+    }
+}
+
+/// The cumulative Zipf(s) weights of `keys` keys, normalised to end at 1.
+fn zipf_cdf(keys: u64, s: f64) -> Result<Vec<f64>, String> {
+    if !(s.is_finite() && s > 0.0) {
+        return Err(format!("Zipf exponent must be a positive number, got {s}"));
+    }
+    if keys > 50_000_000 {
+        return Err(format!("Zipf supports at most 50,000,000 keys, got {keys}"));
+    }
+    let mut cdf = Vec::with_capacity(keys as usize);
+    let mut total = 0.0f64;
+    for i in 0..keys {
+        total += 1.0 / ((i + 1) as f64).powf(s);
+        cdf.push(total);
+    }
+    for c in &mut cdf {
+        *c /= total;
+    }
+    Ok(cdf)
+}
+
+fn draw(cdf: &[f64], u: f64) -> u64 {
+    (cdf.partition_point(|&c| c <= u) as u64).min(cdf.len() as u64 - 1)
+}
+
 #[derive(Clone, Debug)]
 enum Table {
     Uniform,
     Cdf(Vec<f64>),
     Hot(f64),
+    /// Key 0 with the share, else 1 + a Zipf draw over the other keys.
+    HotCdf(f64, Vec<f64>),
 }
 
 /// Draws keys from a [`KeyDist`]; O(1) for uniform and hot key, O(log keys) for Zipf.
@@ -113,9 +137,13 @@ impl KeySampler {
     pub fn next_key(&mut self) -> u64 {
         match &self.table {
             Table::Uniform => self.rng.below(self.keys),
-            Table::Cdf(cdf) => {
-                let u = self.rng.next_f64();
-                (cdf.partition_point(|&c| c <= u) as u64).min(self.keys - 1)
+            Table::Cdf(cdf) => draw(cdf, self.rng.next_f64()),
+            Table::HotCdf(share, cdf) => {
+                if self.rng.next_f64() < *share {
+                    0
+                } else {
+                    1 + draw(cdf, self.rng.next_f64())
+                }
             }
             Table::Hot(share) => {
                 if self.keys == 1 || self.rng.next_f64() < *share {
@@ -183,6 +211,41 @@ mod tests {
         );
         let share = h[0] as f64 / 200_000.0;
         assert!((share - 0.5).abs() < 0.01, "share = {share}");
+    }
+
+    #[test]
+    fn zipf_plus_hot_key() {
+        let h = histogram(
+            KeyDist::ZipfHot {
+                keys: 1000,
+                s: 1.0,
+                share: 0.2,
+            },
+            200_000,
+        );
+        let share = h[0] as f64 / 200_000.0;
+        assert!((share - 0.2).abs() < 0.01, "share = {share}");
+        // The rest is Zipf from key 1 on, every key reachable.
+        assert!(
+            h[1] > h[2] && h[2] > h[10] && h[10] > h[500],
+            "{:?}",
+            &h[..12]
+        );
+        assert!(h[999] > 0);
+        assert!(KeyDist::ZipfHot {
+            keys: 5,
+            s: 1.0,
+            share: -0.1
+        }
+        .sampler(1)
+        .is_err());
+        assert!(KeyDist::ZipfHot {
+            keys: 5,
+            s: 0.0,
+            share: 0.1
+        }
+        .sampler(1)
+        .is_err());
     }
 
     #[test]
