@@ -5,6 +5,7 @@
 #   broker.sh fetch             resolve the jars once (fast no-op when cached)
 #   broker.sh start             fetch if needed, wipe and format BROKER_DIR, start, wait until ready
 #   broker.sh stop              graceful stop (SIGTERM), SIGKILL after BROKER_STOP_TIMEOUT; idempotent
+#   broker.sh resume            start again on the data of the last start (no wipe): a broker restart
 #   broker.sh status            exit 0 if running and accepting connections, 3 if not
 #   broker.sh logs [-f] [N]     last N lines (default 100) of the broker log; -f follows it
 #   broker.sh bootstrap         print the bootstrap address (127.0.0.1:BROKER_PORT)
@@ -300,15 +301,20 @@ abort_start() {
   fi
 }
 
+# Succeeds (once ready) if the broker of BROKER_DIR is running already.
+running_already() {
+  local pid
+  pid="$(broker_pid)" || return 1
+  say "already running (pid $pid) on $BOOTSTRAP, dir $BROKER_DIR"
+  wait_ready "$pid" "$(now_ms)"
+}
+
 start() {
   fetch
-  local pid
-  if pid="$(broker_pid)"; then
-    say "already running (pid $pid) on $BOOTSTRAP, dir $BROKER_DIR"
-    wait_ready "$pid" "$(now_ms)"
+  if running_already; then
     return 0
   fi
-  local p
+  local p pid
   for p in "$BROKER_PORT" "$CONTROLLER_PORT"; do
     if port_open "$p"; then
       die "port $p on 127.0.0.1 is already in use by another process (not a broker of BROKER_DIR=$BROKER_DIR); pick another BROKER_PORT"
@@ -320,20 +326,25 @@ start() {
   cds_setup
   fresh_dir
   write_properties
-  local cid cds_broker=()
+  local cid
   cid="$(cluster_id)"
+  if ! "$JAVA" "${TOOL_JVM[@]}" "${CDS_QUIET[@]}" "${CDS_USE[@]}" -cp "$LIB/*" kafka.tools.StorageTool format \
+    --cluster-id "$cid" --config "$PROPS" --standalone >"$LOGDIR/format.log" 2>&1; then
+    cat "$LOGDIR/format.log" >&2
+    die "formatting the KRaft storage in $BROKER_DIR/data failed"
+  fi
+  launch "$t0"
+}
+
+# Starts the broker JVM on the formatted BROKER_DIR and waits until it is ready.
+launch() {
+  local t0="$1" pid cds_broker=()
   if ((${#CDS_USE[@]} > 0)); then
     cds_broker=("${CDS_USE[@]}")
   elif [[ -n "$CDS_ARCHIVE" ]]; then
     cds_broker=("-XX:ArchiveClassesAtExit=$BROKER_DIR/cds.jsa")
     echo "$CDS_ARCHIVE" >"$BROKER_DIR/cds.pending"
   fi
-  if ! "$JAVA" "${TOOL_JVM[@]}" "${CDS_QUIET[@]}" "${CDS_USE[@]}" -cp "$LIB/*" kafka.tools.StorageTool format \
-    --cluster-id "$cid" --config "$PROPS" --standalone >"$LOGDIR/format.log" 2>&1; then
-    cat "$LOGDIR/format.log" >&2
-    die "formatting the KRaft storage in $BROKER_DIR/data failed"
-  fi
-
   trap 'abort_start; exit 130' INT TERM
   # setsid: the broker outlives this script and is not hit by the caller's Ctrl-C.
   # shellcheck disable=SC2086 # BROKER_JAVA_OPTS is a space-separated list of JVM options
@@ -349,6 +360,20 @@ start() {
   trap - INT TERM
   warn_unknown_keys
   say "ready on $BOOTSTRAP in $(secs_since "$t0") s (pid $pid, Kafka $KAFKA_VERSION, dir $BROKER_DIR)"
+}
+
+# A restart after `stop`: same properties, same data (topics, offsets, transactions), no wipe.
+resume() {
+  fetch
+  if running_already; then
+    return 0
+  fi
+  [[ -f "$MARKER" && -f "$PROPS" && -d "$BROKER_DIR/data" ]] ||
+    die "nothing to resume in $BROKER_DIR: run 'broker.sh start' first"
+  local t0
+  t0="$(now_ms)"
+  cds_setup
+  launch "$t0"
 }
 
 # Kafka logs its effective configuration ("KafkaConfig values:", one "<TAB>key = value" line per
@@ -487,6 +512,7 @@ case "$cmd" in
   fetch) fetch && say "Kafka $KAFKA_VERSION jars in $LIB" ;;
   start) start ;;
   stop) stop ;;
+  resume) resume ;;
   status) status ;;
   logs) logs "$@" ;;
   bootstrap) echo "$BOOTSTRAP" ;;
