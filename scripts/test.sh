@@ -54,5 +54,8 @@ step "benchmark harness, quick mode: every engine and scenario runs and is verif
 python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
 cargo build --locked -q -p streamshard-load
 STREAMSHARD_LOAD=target/debug/streamshard-load python3 bench/run.py --quick --brokers "$STREAMSHARD_BOOTSTRAP"
+step "torture test, short form: overlapping faults under load, every check must pass"
+STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee alos --protocol classic
+STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee eos --protocol streams
 step "scheduler demo, short run"
 cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2

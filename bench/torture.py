@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+"""The torture test: overlapping faults under load, then a strict verification.
+
+Run through scripts/torture.sh, which builds everything. For each rebalance protocol this script
+starts its own broker (tests/broker/broker.sh, so it can stop and resume it), creates fresh topics,
+starts three TortureApp instances with the agent (2 stream threads each), feeds paced input with
+the Rust load tool while a seeded fault schedule runs, then stops the input, lets every instance
+catch up, stops them gracefully and checks the output with `streamshard-load verify`:
+
+- every input record in the output, per-key order (at-least-once: a duplicate only as a replay),
+  and under exactly-once no duplicate and counts and totals exact (at-least-once: at least exact);
+- the probe of every instance: zero keys seen on two threads at once;
+- no instance ever in ERROR, no stream thread replaced, every graceful stop done in time;
+- at least one task revoked and handed back to the same instance (or moved between the two
+  threads of one instance), as seen in the instances' own task lists.
+
+The faults, which overlap (each runs in its own thread; one at a time per instance):
+kill -9 and restart after a random delay; a rolling restart (graceful stop/start of each instance
+in turn); an extra instance joining and leaving; a stream thread removed and added back (its
+tasks are revoked and reassigned within the group, often to the same instance); the broker
+stopped and resumed after longer than the apps' request timeout; a burst of unpaced input that
+fills every task up to its in-flight cap.
+
+It writes <report-dir>/torture-<guarantee>.json, .md and .png (RSS and heap after GC over time,
+faults marked). Exit 0 only if every check passed.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOAD = os.environ.get("STREAMSHARD_LOAD", os.path.join(ROOT, "target", "release", "streamshard-load"))
+VERSION = "0.1.0-SNAPSHOT"
+BROKER_SH = os.path.join(ROOT, "tests", "broker", "broker.sh")
+PARTITIONS = 8
+KEYS = 10000
+DIST = "zipfhot:1.1:0.05"  # Zipf(1.1) over the keys plus key k0 with 5% of all records
+WORKERS = 32
+INFLIGHT_CAP = 200  # streamshard.max.inflight.per.task: small, so the burst reaches it on every task
+REQUEST_TIMEOUT_MS = 10000  # the apps' request.timeout.ms; the broker outage lasts longer
+T0 = time.time()
+LIVE = set()  # every Instance started, so none outlives the harness
+
+
+def log(msg):
+    print(f"[torture {time.strftime('%H:%M:%S')} +{time.time() - T0:6.1f}s] {msg}", flush=True)
+
+
+class Run:
+    """Settings and shared state of one protocol's run."""
+
+    def __init__(self, args, protocol, workdir):
+        self.args = args
+        self.protocol = protocol
+        self.guarantee = args.guarantee
+        self.workdir = workdir
+        self.brokers = f"127.0.0.1:{args.broker_port}"
+        self.prefix = f"torture-{args.guarantee}-{protocol}-{int(time.time())}"
+        self.rng = random.Random(f"{args.seed}-{protocol}")  # its own fault plan per protocol
+        self.instances = {}
+        self.faults = []
+        self.skipped = []
+        self.failures = []
+        self.samples = []
+        self.lock = threading.Lock()
+        self.broker_lock = threading.Lock()
+        self.burst_requests = []
+        self.stop = threading.Event()
+
+    def fail(self, what):
+        with self.lock:
+            self.failures.append(what)
+        log("FAILURE: " + what)
+
+
+def load(run, *args, check=True, timeout=None):
+    cmd = [LOAD, str(args[0]), "--brokers", run.brokers] + [str(a) for a in args[1:]]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
+    summary = json.loads(lines[-1]) if lines else {}
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return summary, p.returncode
+
+
+def broker(run, command):
+    env = dict(os.environ, BROKER_PORT=str(run.args.broker_port))
+    p = subprocess.run(["bash", BROKER_SH, command], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"broker.sh {command} failed: {p.stderr.strip()[-1500:]}")
+    return (p.stdout + p.stderr).strip().splitlines()[-1:]
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return None
+
+
+class Instance:
+    """One TortureApp JVM slot (A, B, C, or the extra D), restarted under the same name and state."""
+
+    def __init__(self, run, name):
+        self.run = run
+        self.name = name
+        self.busy = threading.Lock()  # one fault at a time on this instance
+        self.proc = None
+        self.generation = 0
+        self.stats_lines = []  # every stats line of every generation: (generation, dict)
+        self.read_pos = 0
+        self.state_dir = os.path.join(run.workdir, name, "state")
+        os.makedirs(self.state_dir, exist_ok=True)
+
+    def stats_path(self, generation=None):
+        return os.path.join(self.run.workdir, self.name, f"stats-{generation or self.generation}.jsonl")
+
+    def start(self):
+        LIVE.add(self)
+        self.generation += 1
+        self.read_pos = 0
+        a = self.run.args
+        cmd = ["java", "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+               "-Dorg.slf4j.simpleLogger.log.io.streamshard=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+               "-javaagent:" + a.agent, "-cp", a.classpath, "io.streamshard.examples.TortureApp",
+               self.run.brokers, self.run.prefix, self.run.prefix, self.run.guarantee, self.run.protocol,
+               self.state_dir, self.stats_path(),
+               f"streamshard.workers={WORKERS}", f"streamshard.max.inflight.per.task={INFLIGHT_CAP}",
+               f"request.timeout.ms={REQUEST_TIMEOUT_MS}"]
+        if self.run.guarantee == "alos":
+            cmd.append("commit.interval.ms=2000")
+        logf = open(os.path.join(self.run.workdir, self.name, f"app-{self.generation}.log"), "w")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT,
+                                     start_new_session=True, text=True)
+        logf.close()
+        log(f"{self.name}: started (generation {self.generation}, pid {self.proc.pid})")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def poll_stats(self):
+        """Reads the new lines of the current generation's stats file; returns the last one."""
+        path = self.stats_path()
+        try:
+            with open(path) as f:
+                f.seek(self.read_pos)
+                chunk = f.read()
+        except FileNotFoundError:
+            return self.last()
+        complete = chunk[:chunk.rfind("\n") + 1]
+        self.read_pos += len(complete.encode())
+        for line in complete.splitlines():
+            try:
+                self.stats_lines.append((self.generation, json.loads(line)))
+            except ValueError:
+                pass
+        return self.last()
+
+    def last(self):
+        for gen, s in reversed(self.stats_lines):
+            if gen == self.generation:
+                return s
+        return None
+
+    def wait_running(self, timeout=180):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.poll_stats()
+            if not self.alive():
+                self.run.fail(f"{self.name} exited (code {self.proc.returncode}) before reaching RUNNING")
+                return False
+            if s and s["state"] == "RUNNING" and s["threads"] > 0:
+                return True
+            time.sleep(0.5)
+        self.run.fail(f"{self.name} not RUNNING within {timeout} s")
+        return False
+
+    def kill9(self):
+        if self.alive():
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        log(f"{self.name}: kill -9")
+
+    def stop_graceful(self, timeout=120):
+        if not self.alive():
+            return
+        t = time.time()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.run.fail(f"{self.name}: graceful stop took over {timeout} s (killed)")
+            self.kill9()
+            return
+        self.poll_stats()
+        log(f"{self.name}: stopped gracefully in {time.time() - t:.1f} s")
+
+    def command(self, line):
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Input
+# ---------------------------------------------------------------------------------------------
+
+class Producer(threading.Thread):
+    """Paced input in one-second chunks through one --state file (so per-key sequence numbers go on
+    across chunks); a burst requested by a fault is the next chunk, unpaced."""
+
+    def __init__(self, run, seconds):
+        super().__init__(daemon=True)
+        self.r = run
+        self.seconds = seconds
+        self.produced = 0
+        self.errors = []
+
+    def run(self):
+        r = self.r
+        state = os.path.join(r.workdir, "input-state.json")
+        chunk = 0
+        end = time.time() + self.seconds
+        while time.time() < end:
+            chunk += 1
+            with r.lock:
+                burst = r.burst_requests.pop(0) if r.burst_requests else 0
+            n, rate = (burst, 0) if burst else (r.args.rate, r.args.rate)
+            try:
+                summary, code = load(r, "produce", "--topic", r.prefix + "-input", "--records", n, "--keys", KEYS,
+                                     "--dist", DIST, "--payload", 100, "--rate", rate, "--seed", r.args.seed + chunk,
+                                     "--state", state, check=False, timeout=600)
+            except subprocess.TimeoutExpired:
+                self.errors.append(f"chunk {chunk} timed out")
+                continue
+            if code == 0:
+                self.produced += summary["records"]
+            else:
+                # A failed chunk may have written part of its records: verify reads the input topic
+                # itself, so nothing is lost to the check; the next chunk continues the sequences of
+                # the state file (a failed chunk does not rewrite it), which may repeat a (key, seq)
+                # in the input. That would read as a duplicate; say so in the report.
+                self.errors.append(f"chunk {chunk}: {summary.get('error', code)}")
+                log(f"producer chunk {chunk} failed: {summary.get('error', code)}")
+
+
+class TableUpdater(threading.Thread):
+    """A slow stream of table updates while the input runs: the join reads a changing table."""
+
+    def __init__(self, run, seconds):
+        super().__init__(daemon=True)
+        self.r = run
+        self.seconds = seconds
+
+    def run(self):
+        r = self.r
+        load(r, "produce", "--topic", r.prefix + "-table", "--records", self.seconds * 5, "--keys", KEYS,
+             "--dist", "uniform", "--payload", 20, "--rate", 5, "--seed", 7,
+             "--state", os.path.join(r.workdir, "table-state.json"), check=False, timeout=self.seconds + 600)
+
+
+class Sampler(threading.Thread):
+    """RSS (from /proc) and heap after GC (from the stats files) of every live instance, every 2 s."""
+
+    def __init__(self, run):
+        super().__init__(daemon=True)
+        self.r = run
+
+    def run(self):
+        r = self.r
+        while not r.stop.wait(2.0):
+            now = time.time() - T0
+            for inst in list(r.instances.values()):
+                if not inst.alive():
+                    continue
+                s = inst.poll_stats()
+                kb = rss_kb(inst.proc.pid)
+                if kb is None:
+                    continue
+                with r.lock:
+                    r.samples.append({"t": round(now, 1), "instance": inst.name, "rss_mb": round(kb / 1024, 1),
+                                      "heap_after_gc_mb": round(s["heap_after_gc"] / 2**20, 1) if s else None})
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults
+# ---------------------------------------------------------------------------------------------
+
+def record(run, kind, target, started, **details):
+    entry = {"fault": kind, "target": target, "at_s": round(started - T0, 1),
+             "took_s": round(time.time() - started, 1)}
+    entry.update(details)
+    with run.lock:
+        run.faults.append(entry)
+    log(f"fault done: {entry}")
+
+
+def skipped(run, kind, why):
+    """A fault that could not start (its target is in another fault): logged, not counted."""
+    with run.lock:
+        run.skipped.append({"fault": kind, "at_s": round(time.time() - T0, 1), "why": why})
+    log(f"fault skipped: {kind} ({why})")
+
+
+def free_instance(run, names):
+    """A random instance of names not in another fault now (its lock taken), or None."""
+    names = list(names)
+    run.rng.shuffle(names)
+    for n in names:
+        inst = run.instances.get(n)
+        if inst is not None and inst.alive() and inst.busy.acquire(blocking=False):
+            return inst
+    return None
+
+
+def fault_kill9(run, rng):
+    inst = free_instance(run, "ABC")
+    if inst is None:
+        return skipped(run, "kill-9", "every instance busy")
+    try:
+        t = time.time()
+        inst.kill9()
+        delay = rng.uniform(2, 12)
+        time.sleep(delay)
+        inst.start()
+        inst.wait_running()
+        record(run, "kill-9", inst.name, t, down_s=round(delay, 1))
+    finally:
+        inst.busy.release()
+
+
+def fault_rolling(run, rng):
+    t = time.time()
+    done = []
+    for name in "ABC":
+        inst = run.instances[name]
+        if not inst.busy.acquire(timeout=120):
+            continue
+        try:
+            inst.stop_graceful()
+            inst.start()
+            inst.wait_running()
+            done.append(name)
+        finally:
+            inst.busy.release()
+    record(run, "rolling-restart", ",".join(done), t)
+
+
+def fault_join_leave(run, rng):
+    inst = run.instances.get("D")
+    if inst is None:
+        inst = run.instances["D"] = Instance(run, "D")
+    if not inst.busy.acquire(blocking=False):
+        return skipped(run, "join-leave", "the extra instance is still in")
+    try:
+        t = time.time()
+        inst.start()
+        inst.wait_running()
+        stay = rng.uniform(15, 30)
+        time.sleep(stay)
+        how = rng.choice(["graceful", "kill-9"])
+        if how == "graceful":
+            inst.stop_graceful()
+        else:
+            inst.kill9()
+        record(run, "join-leave", "D", t, stayed_s=round(stay, 1), left=how)
+    finally:
+        inst.busy.release()
+
+
+def fault_thread_churn(run, rng):
+    inst = free_instance(run, "ABC")
+    if inst is None:
+        return skipped(run, "thread-churn", "every instance busy")
+    try:
+        t = time.time()
+        inst.command("remove-thread")
+        gap = rng.uniform(8, 15)
+        time.sleep(gap)
+        inst.command("add-thread")
+        record(run, "thread-churn", inst.name, t, gap_s=round(gap, 1))
+    finally:
+        inst.busy.release()
+
+
+def fault_broker(run, rng):
+    if not run.broker_lock.acquire(blocking=False):
+        return skipped(run, "broker-restart", "the broker is already down")
+    try:
+        t = time.time()
+        broker(run, "stop")
+        down = rng.uniform(REQUEST_TIMEOUT_MS / 1000 + 5, REQUEST_TIMEOUT_MS / 1000 + run.args.broker_down_max)
+        log(f"broker stopped; resuming in {down:.1f} s")
+        time.sleep(down)
+        broker(run, "resume")
+        record(run, "broker-restart", "broker", t, down_s=round(down, 1))
+    finally:
+        run.broker_lock.release()
+
+
+def fault_burst(run, rng):
+    n = run.args.burst
+    with run.lock:
+        run.burst_requests.append(n)
+    record(run, "burst", "input", time.time(), records=n)
+
+
+FAULTS = {"kill-9": fault_kill9, "rolling-restart": fault_rolling, "join-leave": fault_join_leave,
+          "thread-churn": fault_thread_churn, "broker-restart": fault_broker, "burst": fault_burst}
+
+
+def schedule(run, seconds):
+    """Fault start times over [15 s, seconds - 25 s]: every kind once in a shuffled order, then
+    random kinds, at random gaps around the mean; each fault runs in its own thread, so they overlap."""
+    rng = run.rng
+    kinds = list(run.args.faults)
+    plan = []
+    t = 15.0
+    first = kinds[:]
+    rng.shuffle(first)
+    while t < seconds - 25:
+        kind = first.pop(0) if first else rng.choice(kinds)
+        plan.append((round(t, 1), kind))
+        t += rng.uniform(0.5, 1.5) * run.args.fault_gap
+    return plan
+
+
+def run_faults(run, plan, start):
+    threads = []
+    for at, kind in plan:
+        delay = start + at - time.time()
+        if delay > 0 and run.stop.wait(delay):
+            break
+        log(f"fault start: {kind}")
+        th = threading.Thread(target=safe, args=(run, kind, random.Random(run.rng.random())), daemon=True)
+        th.start()
+        threads.append(th)
+    for th in threads:
+        th.join(timeout=400)
+
+
+def safe(run, kind, rng):
+    try:
+        FAULTS[kind](run, rng)
+    except Exception as e:  # a harness error is a failed run, not a silent pass
+        run.fail(f"fault {kind} raised {e!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Analysis
+# ---------------------------------------------------------------------------------------------
+
+def task_returns(inst):
+    """From the instance's own task lists, per process (generation): tasks that left the process
+    and came back to it later (returns), and tasks that moved from one of its stream threads to
+    the other (moves). Both are a revoke and a reassignment to the same instance."""
+    returns, moves, examples = 0, 0, []
+    by_gen = {}
+    for gen, s in inst.stats_lines:
+        by_gen.setdefault(gen, []).append(s)
+    for gen, lines in by_gen.items():
+        prev, gone, owner = set(), set(), {}
+        for s in lines:
+            tasks = set(s["tasks"])
+            back = gone & tasks
+            returns += len(back)
+            examples += [f"{inst.name}#{gen}: task {t} revoked and handed back" for t in sorted(back)]
+            gone = (gone | (prev - tasks)) - tasks
+            prev = tasks
+            for entry in s.get("thread_tasks", []):
+                thread, task = entry.rsplit(":", 1)
+                if owner.get(task, thread) != thread:
+                    moves += 1
+                    examples.append(f"{inst.name}#{gen}: task {task} moved from {owner[task]} to {thread}")
+                owner[task] = thread
+    return returns, moves, examples
+
+
+def analyse(run, verify, producer):
+    result = {"protocol": run.protocol, "topics": run.prefix, "verify": verify, "faults": run.faults,
+              "skipped_faults": run.skipped,
+              "producer_errors": producer.errors, "records_produced": producer.produced}
+    probe_violations, probe_examples, uncaught, replaced, ever_error = 0, [], [], 0, []
+    drain_max_ns, returns, moves, return_examples, max_inflight = 0.0, 0, 0, [], 0
+    processes = 0
+    for inst in run.instances.values():
+        inst.poll_stats()
+        r, m, ex = task_returns(inst)
+        returns += r
+        moves += m
+        return_examples += ex
+        last_by_gen = {}
+        for gen, s in inst.stats_lines:
+            last_by_gen[gen] = s
+            max_inflight = max(max_inflight, s.get("max_task_inflight", 0))
+        processes += len(last_by_gen)
+        for gen, s in last_by_gen.items():
+            probe_violations += s["probe_violations"]
+            probe_examples += s["probe_examples"]
+            replaced += s["replaced"]
+            uncaught += [f"{inst.name}#{gen}: {u}" for u in s["uncaught"]]
+            if s["ever_error"]:
+                ever_error.append(f"{inst.name}#{gen}")
+            drain_max_ns = max(drain_max_ns, s["drain_max_ns"])
+    result.update({"processes": processes, "probe_violations": probe_violations, "probe_examples": probe_examples[:5],
+                   "threads_replaced": replaced, "uncaught": uncaught[:10], "instances_in_error": ever_error,
+                   "max_drain_ms": round(drain_max_ns / 1e6, 1), "tasks_handed_back": returns,
+                   "tasks_moved_between_threads": moves,
+                   "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight})
+    checks = {
+        "output verified (nothing missing, order, counts and totals)": verify.get("ok") is True,
+        "no key on two threads at once": probe_violations == 0,
+        "no instance in ERROR": not ever_error,
+        "no stream thread died": replaced == 0,
+        "a task revoked and handed back to the same instance": returns + moves > 0,
+        "harness: no failure": not run.failures,
+    }
+    if run.guarantee == "eos":
+        checks["exactly-once: no duplicate"] = verify.get("duplicates", 1) == 0
+    result["checks"] = checks
+    result["harness_failures"] = run.failures
+    result["ok"] = all(checks.values())
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# One protocol
+# ---------------------------------------------------------------------------------------------
+
+def one_protocol(args, protocol, seconds):
+    workdir = os.path.join(args.workdir, protocol)
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    run = Run(args, protocol, workdir)
+    log(f"=== {args.guarantee}, group.protocol={protocol}: {seconds} s of input at {args.rate}/s, topics {run.prefix}")
+    for t in ["input", "table", "output", "counts", "totals"]:
+        cfg = ["--config", "cleanup.policy=compact"] if t in ("table",) else []
+        load(run, "create", "--topic", f"{run.prefix}-{t}", "--partitions", PARTITIONS, *cfg)
+    load(run, "produce", "--topic", run.prefix + "-table", "--records", KEYS, "--keys", KEYS, "--dist", "uniform",
+         "--payload", 20, "--seed", 3, "--state", os.path.join(workdir, "table-state.json"))
+    for name in "ABC":
+        run.instances[name] = Instance(run, name)
+        run.instances[name].start()
+    for name in "ABC":
+        run.instances[name].wait_running()
+    sampler = Sampler(run)
+    sampler.start()
+    producer = Producer(run, seconds)
+    table = TableUpdater(run, seconds)
+    start = time.time()
+    producer.start()
+    table.start()
+    plan = schedule(run, seconds)
+    log(f"fault plan: {plan}")
+    faults = threading.Thread(target=run_faults, args=(run, plan, start), daemon=True)
+    faults.start()
+    producer.join()
+    log(f"input done: {producer.produced} records")
+    faults.join()
+    table.join(timeout=60)
+    # Catch up: every instance of A, B, C up, the group's committed offsets at the input's end.
+    if broker_down(run):
+        broker(run, "resume")
+    for name in "ABC":
+        inst = run.instances[name]
+        if not inst.alive():
+            run.fail(f"{name} was not running at the end of the faults")
+            inst.start()
+        inst.wait_running()
+    t = time.time()
+    waited, code = load(run, "wait", "--group", run.prefix, "--topic", run.prefix + "-input", "--timeout-s",
+                        args.catch_up_s, check=False)
+    if code != 0:
+        run.fail(f"the group did not catch up within {args.catch_up_s} s: {waited}")
+    log(f"caught up in {time.time() - t:.1f} s")
+    for inst in run.instances.values():
+        inst.stop_graceful()
+    run.stop.set()
+    verify_args = ["verify", "--input", run.prefix + "-input", "--output", run.prefix + "-output",
+                   "--counts", run.prefix + "-counts", "--totals", run.prefix + "-totals"]
+    if args.guarantee == "alos":
+        verify_args += ["--allow-duplicates", "--min-counts"]
+    verify, code = load(run, *verify_args, check=False)
+    log(f"verify: {json.dumps(verify)}")
+    result = analyse(run, verify, producer)
+    result["catch_up_s"] = round(time.time() - t, 1)
+    result["samples"] = run.samples
+    result["input_seconds"] = seconds
+    result["plan"] = plan
+    return result
+
+
+def broker_down(run):
+    env = dict(os.environ, BROKER_PORT=str(run.args.broker_port))
+    return subprocess.run(["bash", BROKER_SH, "status"], env=env, capture_output=True).returncode != 0
+
+
+def streams_protocol_supported(classpath):
+    for entry in classpath.split(":"):
+        base = os.path.basename(entry)
+        if base.startswith("kafka-streams-") and base.endswith(".jar") and base[14:15].isdigit():
+            major, minor = (int(x) for x in base[14:-4].split(".")[:2])
+            return (major, minor) >= (4, 2), base[14:-4]
+    return False, "unknown"
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+
+def write_report(args, results, versions):
+    os.makedirs(args.report_dir, exist_ok=True)
+    base = os.path.join(args.report_dir, f"torture-{args.guarantee}")
+    summary = {"guarantee": args.guarantee, "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
+               "burst": args.burst, "kafka_streams": versions, "partitions": PARTITIONS, "keys": KEYS, "dist": DIST,
+               "workers": WORKERS, "inflight_cap": INFLIGHT_CAP, "instances": 3, "stream_threads": 2,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": all(r["ok"] for r in results),
+               "runs": results}
+    with open(base + ".json", "w") as f:
+        json.dump(summary, f, indent=1)
+    chart = chart_png(base + ".png", results)
+    lines = [f"# Torture run: {'exactly-once v2' if args.guarantee == 'eos' else 'at-least-once'}, "
+             f"{args.minutes} min — {'PASSED' if summary['ok'] else 'FAILED'}", "",
+             f"{summary['date']}, Kafka Streams {versions}, seed {args.seed}. Three instances × 2 stream threads × "
+             f"{WORKERS} workers, {PARTITIONS} partitions, keys {DIST} over {KEYS:,}, a 1–5 ms call → leftJoin a "
+             f"KTable → count + aggregate; input {args.rate}/s paced, bursts of {args.burst:,}; in-flight cap "
+             f"{INFLIGHT_CAP} per task. Reproduce: `bash scripts/torture.sh --minutes {args.minutes} --guarantee "
+             f"{args.guarantee} --seed {args.seed}`.", ""]
+    for r in results:
+        v = r["verify"]
+        faults = {}
+        for f in r["faults"]:
+            faults[f["fault"]] = faults.get(f["fault"], 0) + 1
+        lines += [f"## group.protocol={r['protocol']}: {'passed' if r['ok'] else 'FAILED'}", "",
+                  "| | |", "|---|---|",
+                  f"| input records | {v.get('input', '?'):,} over {r['input_seconds']} s |" if isinstance(v.get('input'), int) else f"| input records | {v.get('input')} |",
+                  f"| output records | {v.get('output')} |",
+                  f"| missing | {v.get('missing')} |",
+                  f"| duplicates | {v.get('duplicates')} |",
+                  f"| order violations | {v.get('order_violations')} |",
+                  f"| unexpected | {v.get('unexpected')} |",
+                  f"| count mismatches / total mismatches | {v.get('count_mismatches')} / {v.get('total_mismatches')} |",
+                  f"| keys on two threads at once | {r['probe_violations']} |",
+                  f"| instances in ERROR / threads replaced | {len(r['instances_in_error'])} / {r['threads_replaced']} |",
+                  f"| tasks revoked and handed back to the same instance / moved between its threads | "
+                  f"{r['tasks_handed_back']} / {r['tasks_moved_between_threads']} |",
+                  f"| JVM processes run | {r['processes']} |",
+                  f"| longest drain | {r['max_drain_ms']} ms |",
+                  f"| most slots one task held (cap {INFLIGHT_CAP}) | {r['max_task_slots_seen']} |",
+                  f"| catch-up after input stopped | {r['catch_up_s']} s |",
+                  f"| faults | {', '.join(f'{k} ×{n}' for k, n in sorted(faults.items()))} |", ""]
+        lines += ["| check | |", "|---|---|"] + [f"| {k} | {'yes' if ok else '**NO**'} |"
+                                                for k, ok in r["checks"].items()] + [""]
+        if r["harness_failures"] or r["uncaught"] or v.get("examples") or r["probe_examples"]:
+            lines += ["Details:", ""] + [f"- {x}" for x in r["harness_failures"] + r["uncaught"]
+                                          + v.get("examples", []) + r["probe_examples"]] + [""]
+        lines += ["<details><summary>fault log</summary>", "", "| at (s) | fault | target | took (s) | details |",
+                  "|---:|---|---|---:|---|"]
+        for f in r["faults"]:
+            extra = ", ".join(f"{k}={val}" for k, val in f.items() if k not in ("fault", "target", "at_s", "took_s"))
+            lines.append(f"| {f['at_s']} | {f['fault']} | {f['target']} | {f['took_s']} | {extra} |")
+        lines += ["", "</details>", ""]
+        rss = [s["rss_mb"] for s in r["samples"]]
+        heap = [s["heap_after_gc_mb"] for s in r["samples"] if s["heap_after_gc_mb"] is not None]
+        if rss:
+            lines += [f"RSS per instance: max {max(rss):.0f} MB; heap after GC: max {max(heap or [0]):.0f} MB.", ""]
+    if chart:
+        lines += [f"![RSS and heap after GC over time]({os.path.basename(chart)})", ""]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(lines))
+    log(f"report: {base}.md / .json" + (f" / {os.path.basename(chart)}" if chart else ""))
+    return summary
+
+
+def chart_png(path, results):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, axes = plt.subplots(len(results), 1, figsize=(9, 3.2 * len(results)), squeeze=False)
+    for ax, r in zip(axes[:, 0], results):
+        for name in sorted({s["instance"] for s in r["samples"]}):
+            pts = [s for s in r["samples"] if s["instance"] == name]
+            ax.plot([s["t"] for s in pts], [s["rss_mb"] for s in pts], ".", ms=2, label=f"{name} RSS")
+            ax.plot([s["t"] for s in pts], [s["heap_after_gc_mb"] or 0 for s in pts], "x", ms=2,
+                    label=f"{name} heap after GC")
+        for f in r["faults"]:
+            ax.axvline(f["at_s"], color="grey", lw=0.5, alpha=0.5)
+        ax.set_title(f"group.protocol={r['protocol']}: memory per instance (faults as grey lines)", fontsize=9)
+        ax.set_xlabel("s since the harness started")
+        ax.set_ylabel("MB")
+        ax.legend(fontsize=6, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=20.0, help="input time per guarantee, split between protocols")
+    ap.add_argument("--guarantee", choices=["alos", "eos"], default="alos")
+    ap.add_argument("--protocol", choices=["classic", "streams", "both"], default="both")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--rate", type=int, default=300, help="paced input records/s")
+    ap.add_argument("--burst", type=int, default=12000, help="records of one unpaced burst")
+    ap.add_argument("--fault-gap", type=float, default=25.0, help="mean seconds between fault starts")
+    ap.add_argument("--faults", default=",".join(FAULTS), help="comma-separated fault kinds")
+    ap.add_argument("--broker-down-max", type=float, default=25.0,
+                    help="a broker outage lasts request.timeout.ms + 5 s up to request.timeout.ms + this")
+    ap.add_argument("--catch-up-s", type=int, default=600)
+    ap.add_argument("--broker-port", type=int, default=39292)
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--classpath", required=True)
+    ap.add_argument("--workdir", default="/tmp/streamshard-torture")
+    ap.add_argument("--report-dir", default=os.path.join(ROOT, "target", "torture"))
+    args = ap.parse_args()
+    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = [f for f in args.faults if f not in FAULTS]
+    if unknown:
+        ap.error(f"unknown faults {unknown}; known: {', '.join(FAULTS)}")
+    supported, version = streams_protocol_supported(args.classpath)
+    protocols = ["classic", "streams"] if args.protocol == "both" else [args.protocol]
+    if "streams" in protocols and not supported:
+        log(f"Kafka Streams {version} has no group.protocol=streams: classic only")
+        protocols = ["classic"]
+    seconds = int(args.minutes * 60 / len(protocols))
+    results = []
+    env = dict(os.environ, BROKER_PORT=str(args.broker_port))
+    # Stopped (SIGTERM, SIGINT) or failed: no JVM and no broker outlives the harness.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for protocol in protocols:
+        subprocess.run(["bash", BROKER_SH, "start"], env=env, check=True)
+        try:
+            results.append(one_protocol(args, protocol, seconds))
+        finally:
+            for inst in LIVE:
+                if inst.alive():
+                    os.killpg(inst.proc.pid, signal.SIGKILL)
+            subprocess.run(["bash", BROKER_SH, "stop"], env=env)
+    summary = write_report(args, results, version)
+    print(json.dumps({k: summary[k] for k in ("guarantee", "minutes", "ok")}
+                     | {"runs": [{k: r[k] for k in ("protocol", "ok", "checks")} for r in results]}))
+    sys.exit(0 if summary["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()
