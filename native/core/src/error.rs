@@ -41,6 +41,8 @@ pub struct Remaining {
     pub task: TaskId,
     pub queued: u32,
     pub running: u32,
+    /// Keys with unfinished records (a key behind a stuck record counts once).
+    pub keys: u32,
     /// `(partition, lowest unfinished offset)` for each partition with unfinished records.
     pub partitions: Vec<(u32, i64)>,
 }
@@ -49,8 +51,12 @@ impl fmt::Display for Remaining {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "task {}: {} queued, {} running",
-            self.task, self.queued, self.running
+            "task {}: {} queued, {} running, on {} key{}",
+            self.task,
+            self.queued,
+            self.running,
+            self.keys,
+            if self.keys == 1 { "" } else { "s" }
         )?;
         for (p, o) in &self.partitions {
             write!(f, "; partition {p} from offset {o}")?;

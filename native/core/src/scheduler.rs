@@ -218,6 +218,7 @@ impl Task {
             task: self.id,
             queued: self.queued,
             running: self.running,
+            keys: self.active_keys(),
             partitions: self
                 .partitions
                 .iter()

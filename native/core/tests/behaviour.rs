@@ -194,7 +194,10 @@ fn drain_timeout_says_how_many_remain_and_where() {
     let err = s.drain(&[t], Duration::from_millis(20)).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("2 records unfinished"), "{text}");
-    assert!(text.contains("task 4_2: 1 queued, 1 running"), "{text}");
+    assert!(
+        text.contains("task 4_2: 1 queued, 1 running, on 1 key;"),
+        "{text}"
+    );
     assert!(text.contains("partition 0 from offset 10"), "{text}");
     assert!(text.contains("partition 3 from offset 42"), "{text}");
 }

@@ -20,24 +20,25 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Produced;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * A producer send error raised by a record that ran on a worker reaches the StreamThread: the
  * producer refuses one oversized output record (its callback stores the error in the StreamThread's
  * shared send exception), some later send or the commit's flush consumes it, and the StreamThread
  * fails with it in the cause chain, exactly as stock does. No offset past the refused record is
- * committed. Run once stock and once with streamshard, with the same assertions.
+ * committed. Run stock and with streamshard, at-least-once and exactly-once, with the same
+ * assertions.
  */
 class SendErrorIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     private static final int RECORDS = 600;
     private static final int BIG = 200;
 
-    @ParameterizedTest
-    @ValueSource(booleans = {false, true})
-    void aRefusedSendFailsTheStreamThreadAndCommitsNothingPastIt(boolean streamshard) throws Exception {
-        String suffix = Inputs.suffix(streamshard ? "shard" : "stock");
+    @ParameterizedTest(name = "streamshard={0}, exactly-once={1}")
+    @CsvSource({"false,false", "true,false", "false,true", "true,true"})
+    void aRefusedSendFailsTheStreamThreadAndCommitsNothingPastIt(boolean streamshard, boolean eos) throws Exception {
+        String suffix = Inputs.suffix((streamshard ? "shard" : "stock") + (eos ? "-eos" : ""));
         String in = "senderr-in" + suffix;
         String out = "senderr-out" + suffix;
         String appId = "senderr" + suffix;
@@ -57,6 +58,9 @@ class SendErrorIT {
         p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         p.put(StreamsConfig.producerPrefix("max.request.size"), 4096);
         p.put("streamshard.enabled", Boolean.toString(streamshard));
+        if (eos) {
+            p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        }
         p.put("streamshard.workers", "16");
 
         Throwable root;

@@ -46,9 +46,10 @@ public final class StreamShardConfig extends AbstractConfig {
             .define(MAX_INFLIGHT_PER_TASK, Type.INT, 1_000, Range.between(1, 1 << 20), Importance.MEDIUM,
                     "Cap on records of one task handed to the scheduler and not yet finished. A "
                             + "task at its cap is not processable, so the StreamThread serves other tasks.")
-            .define(MAX_INFLIGHT, Type.INT, 10_000, Range.between(1, 1 << 24), Importance.MEDIUM,
+            .define(MAX_INFLIGHT, Type.INT, 10_000, Range.between(1, 1 << 20), Importance.MEDIUM,
                     "Cap on unfinished records over all tasks of the instance; also the size of "
-                            + "the slot table.")
+                            + "the slot table, allocated at start: about 100 bytes a slot, 100 MB at the "
+                            + "maximum.")
             .define(DRAIN_TIMEOUT_MS, Type.LONG, 60_000L, Range.between(1, Long.MAX_VALUE), Importance.MEDIUM,
                     "How long a commit, punctuation, revocation or close waits for a task's "
                             + "unfinished records. Must be below max.poll.interval.ms. A drain that "

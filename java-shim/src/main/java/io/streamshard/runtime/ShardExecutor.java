@@ -92,6 +92,10 @@ public final class ShardExecutor implements AutoCloseable {
                 ShardTask task = w.task;
                 w.run = null;
                 w.task = null;
+                // An interrupt left by an earlier record (code that restores the flag after catching
+                // InterruptedException) or sent to the idle worker is not this record's: without
+                // this, its first sleep or blocking call would fail at once.
+                Thread.interrupted();
                 try {
                     run.run();
                     done[doneCount++] = slot;

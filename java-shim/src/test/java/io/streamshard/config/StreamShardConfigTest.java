@@ -63,6 +63,47 @@ class StreamShardConfigTest {
                 .hasMessageContaining("streamshard.max.inflight.per.task");
     }
 
+    /** Every numeric setting at both ends of its range is taken; one step outside is refused, naming the key. */
+    @Test
+    void numericSettingsAtTheirLimits() {
+        // {key, min, max, another setting the range needs (the per-task cap is at most the global one)}
+        Object[][] limits = {
+            {"streamshard.workers", 1, 4096, Map.of()},
+            {"streamshard.max.inflight.per.task", 1, 1 << 20, Map.of("streamshard.max.inflight", "1048576")},
+            {"streamshard.max.inflight", 1, 1 << 20, Map.of("streamshard.max.inflight.per.task", "1")},
+            {"streamshard.inline.below.us", 0, 1_000_000, Map.of()},
+        };
+        for (Object[] l : limits) {
+            String key = (String) l[0];
+            long min = ((Number) l[1]).longValue();
+            long max = ((Number) l[2]).longValue();
+            @SuppressWarnings("unchecked")
+            Map<String, String> base = (Map<String, String>) l[3];
+            java.util.function.LongFunction<Map<String, String>> with = v -> {
+                Map<String, String> m = new java.util.HashMap<>(base);
+                m.put(key, Long.toString(v));
+                return m;
+            };
+            for (long ok : new long[] {min, max}) {
+                StreamShardConfig.from(with.apply(ok));
+            }
+            for (long bad : new long[] {min - 1, max + 1}) {
+                assertThatThrownBy(() -> StreamShardConfig.from(with.apply(bad)))
+                        .as("%s=%d", key, bad).isInstanceOf(ConfigException.class).hasMessageContaining(key);
+            }
+        }
+        StreamShardConfig one = StreamShardConfig.from(Map.of("streamshard.max.inflight", "1",
+                "streamshard.max.inflight.per.task", "1"));
+        assertThat(one.maxInflight()).isEqualTo(1);
+        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "1")).drainTimeoutMs()).isEqualTo(1);
+        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "299999")).drainTimeoutMs())
+                .isEqualTo(299_999);
+        for (String bad : new String[] {"0", "300000", Long.toString(Long.MAX_VALUE), "9223372036854775808"}) {
+            assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", bad)))
+                    .as(bad).isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.drain.timeout.ms");
+        }
+    }
+
     @Test
     void drainTimeoutMustStayUnderMaxPollInterval() {
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
