@@ -497,6 +497,7 @@ def analyse(run, verify, producer):
     probe_violations, probe_examples, uncaught, replaced, ever_error = 0, [], [], 0, []
     drain_max_ns, returns, moves, return_examples, max_inflight = 0.0, 0, 0, [], 0
     processes = 0
+    task_slots = {}  # task -> the most slots it held at any reading, on any instance
     for inst in run.instances.values():
         inst.poll_stats()
         r, m, ex = task_returns(inst)
@@ -507,6 +508,8 @@ def analyse(run, verify, producer):
         for gen, s in inst.stats_lines:
             last_by_gen[gen] = s
             max_inflight = max(max_inflight, s.get("max_task_inflight", 0))
+            for task, n in s.get("task_slots_max", {}).items():
+                task_slots[task] = max(task_slots.get(task, 0), n)
         processes += len(last_by_gen)
         for gen, s in last_by_gen.items():
             probe_violations += s["probe_violations"]
@@ -520,7 +523,9 @@ def analyse(run, verify, producer):
                    "threads_replaced": replaced, "uncaught": uncaught[:10], "instances_in_error": ever_error,
                    "max_drain_ms": round(drain_max_ns / 1e6, 1), "tasks_handed_back": returns,
                    "tasks_moved_between_threads": moves,
-                   "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight})
+                   "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight,
+                   "tasks_at_cap": sorted(t for t, n in task_slots.items() if n >= INFLIGHT_CAP),
+                   "task_slots_max": dict(sorted(task_slots.items()))})
     checks = {
         "output verified (nothing missing, order, counts and totals)": verify.get("ok") is True,
         "no key on two threads at once": probe_violations == 0,
@@ -660,7 +665,8 @@ def write_report(args, results, versions):
                   f"{r['tasks_handed_back']} / {r['tasks_moved_between_threads']} |",
                   f"| JVM processes run | {r['processes']} |",
                   f"| longest drain | {r['max_drain_ms']} ms |",
-                  f"| most slots one task held (cap {INFLIGHT_CAP}) | {r['max_task_slots_seen']} |",
+                  f"| most slots one task held (cap {INFLIGHT_CAP}); tasks that reached the cap | "
+                  f"{r['max_task_slots_seen']}; {len(r['tasks_at_cap'])} of {PARTITIONS} |",
                   f"| catch-up after input stopped | {r['catch_up_s']} s |",
                   f"| faults | {', '.join(f'{k} ×{n}' for k, n in sorted(faults.items()))} |", ""]
         lines += ["| check | |", "|---|---|"] + [f"| {k} | {'yes' if ok else '**NO**'} |"

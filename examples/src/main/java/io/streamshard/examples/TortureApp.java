@@ -244,6 +244,8 @@ public final class TortureApp {
         private final long started = System.currentTimeMillis();
         private double drainMaxNs;
         private double maxTaskSlots;
+        /** The most slots each task held at a reading (queued + running). */
+        private final Map<String, Double> slotsByTask = new java.util.TreeMap<>();
 
         Stats(String path, KafkaStreams streams, TwoThreadProbe probe, AtomicReference<KafkaStreams.State> everError,
                 List<String> uncaught, AtomicLong replaced) {
@@ -297,8 +299,9 @@ public final class TortureApp {
                     default -> { }
                 }
             }
-            for (double taken : slots.values()) {
-                maxTaskSlots = Math.max(maxTaskSlots, taken);
+            for (Map.Entry<String, Double> taken : slots.entrySet()) {
+                maxTaskSlots = Math.max(maxTaskSlots, taken.getValue());
+                slotsByTask.merge(taken.getKey(), taken.getValue(), Math::max);
             }
             long heapUsed = 0;
             java.util.Set<String> heapPools = new java.util.HashSet<>();
@@ -335,16 +338,25 @@ public final class TortureApp {
             String line = String.format(Locale.ROOT, "{\"t_ms\":%d,\"uptime_ms\":%d,\"state\":\"%s\",\"ever_error\":%b,"
                     + "\"threads\":%d,\"replaced\":%d,\"uncaught\":%s,\"probe_entered\":%d,\"probe_violations\":%d,"
                     + "\"probe_examples\":%s,\"tasks\":%s,\"thread_tasks\":%s,\"heap_after_gc\":%d,\"heap_used\":%d,"
-                    + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f}",
+                    + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s}}",
                     System.currentTimeMillis(), System.currentTimeMillis() - started, streams.state(),
                     everError.get() != null, threads, replaced.get(), strings(errors), probe.entered.get(),
                     probe.violations.get(), strings(examples), strings(new ArrayList<>(tasks)), strings(new ArrayList<>(threadTasks)),
-                    heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots);
+                    heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots, slotsJson());
             try (PrintWriter w = new PrintWriter(new FileWriter(path, StandardCharsets.UTF_8, true))) {
                 w.println(line);
             } catch (IOException e) {
                 System.err.println("torture: cannot write " + path + ": " + e);
             }
+        }
+
+        private String slotsJson() {
+            StringBuilder s = new StringBuilder();
+            for (Map.Entry<String, Double> e : slotsByTask.entrySet()) {
+                s.append(s.length() == 0 ? "" : ",").append('"').append(e.getKey()).append("\":")
+                        .append(e.getValue().longValue());
+            }
+            return s.toString();
         }
 
         private static String strings(List<String> items) {
