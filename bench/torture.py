@@ -117,6 +117,10 @@ class Instance:
         self.run = run
         self.name = name
         self.busy = threading.Lock()  # one fault at a time on this instance
+        self.io = threading.RLock()  # guards proc, generation and the stats reading
+        self.expected_exit = False  # set before the harness kills or stops it
+        self.death_reported = False
+        self.graceful = []  # generations the harness stopped gracefully
         self.proc = None
         self.generation = 0
         self.stats_lines = []  # every stats line of every generation: (generation, dict)
@@ -128,6 +132,10 @@ class Instance:
         return os.path.join(self.run.workdir, self.name, f"stats-{generation or self.generation}.jsonl")
 
     def start(self):
+        with self.io:
+            self._start()
+
+    def _start(self):
         LIVE.add(self)
         self.generation += 1
         self.read_pos = 0
@@ -144,6 +152,8 @@ class Instance:
         logf = open(os.path.join(self.run.workdir, self.name, f"app-{self.generation}.log"), "w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT,
                                      start_new_session=True, text=True)
+        self.expected_exit = False
+        self.death_reported = False
         logf.close()
         log(f"{self.name}: started (generation {self.generation}, pid {self.proc.pid})")
 
@@ -152,6 +162,10 @@ class Instance:
 
     def poll_stats(self):
         """Reads the new lines of the current generation's stats file; returns the last one."""
+        with self.io:
+            return self._poll_stats()
+
+    def _poll_stats(self):
         path = self.stats_path()
         try:
             with open(path) as f:
@@ -188,6 +202,7 @@ class Instance:
         return False
 
     def kill9(self):
+        self.expected_exit = True
         if self.alive():
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
@@ -197,6 +212,8 @@ class Instance:
         if not self.alive():
             return
         t = time.time()
+        self.expected_exit = True
+        self.graceful.append(self.generation)
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=timeout)
@@ -235,6 +252,12 @@ class Producer(threading.Thread):
         state = os.path.join(r.workdir, "input-state.json")
         chunk = 0
         end = time.time() + self.seconds
+        try:
+            self.chunks(r, state, chunk, end)
+        except Exception as e:  # the input stopping early would shrink the test: a failure
+            r.fail(f"the input producer raised {e!r}")
+
+    def chunks(self, r, state, chunk, end):
         while time.time() < end:
             chunk += 1
             with r.lock:
@@ -251,9 +274,8 @@ class Producer(threading.Thread):
                 self.produced += summary["records"]
             else:
                 # A failed chunk may have written part of its records: verify reads the input topic
-                # itself, so nothing is lost to the check; the next chunk continues the sequences of
-                # the state file (a failed chunk does not rewrite it), which may repeat a (key, seq)
-                # in the input. That would read as a duplicate; say so in the report.
+                # itself, so nothing is lost to the check, and the state file skips the failed
+                # chunk's sequence numbers (never reused). Reported, and a failed check.
                 self.errors.append(f"chunk {chunk}: {summary.get('error', code)}")
                 log(f"producer chunk {chunk} failed: {summary.get('error', code)}")
 
@@ -285,8 +307,15 @@ class Sampler(threading.Thread):
         while not r.stop.wait(2.0):
             now = time.time() - T0
             for inst in list(r.instances.values()):
-                if not inst.alive():
-                    continue
+                with inst.io:
+                    if inst.proc is None:
+                        continue
+                    if not inst.alive():
+                        if not inst.expected_exit and not inst.death_reported:
+                            inst.death_reported = True
+                            r.fail(f"{inst.name}#{inst.generation} died on its own "
+                                   f"(exit code {inst.proc.returncode})")
+                        continue
                 s = inst.poll_stats()
                 kb = rss_kb(inst.proc.pid)
                 if kb is None:
@@ -316,10 +345,10 @@ def skipped(run, kind, why):
     log(f"fault skipped: {kind} ({why})")
 
 
-def free_instance(run, names):
+def free_instance(run, names, rng):
     """A random instance of names not in another fault now (its lock taken), or None."""
     names = list(names)
-    run.rng.shuffle(names)
+    rng.shuffle(names)
     for n in names:
         inst = run.instances.get(n)
         if inst is not None and inst.alive() and inst.busy.acquire(blocking=False):
@@ -328,7 +357,7 @@ def free_instance(run, names):
 
 
 def fault_kill9(run, rng):
-    inst = free_instance(run, "ABC")
+    inst = free_instance(run, "ABC", rng)
     if inst is None:
         return skipped(run, "kill-9", "every instance busy")
     try:
@@ -349,6 +378,7 @@ def fault_rolling(run, rng):
     for name in "ABC":
         inst = run.instances[name]
         if not inst.busy.acquire(timeout=120):
+            skipped(run, "rolling-restart", f"{name} busy for 120 s")
             continue
         try:
             inst.stop_graceful()
@@ -383,23 +413,34 @@ def fault_join_leave(run, rng):
 
 
 def fault_thread_churn(run, rng):
-    inst = free_instance(run, "ABC")
+    # Never during a broker outage: Kafka Streams' removeStreamThread needs the broker (it would
+    # time out, stock as well), and the churn is meant to reassign tasks, which needs one too.
+    if not run.broker_lock.acquire(timeout=90):
+        return skipped(run, "thread-churn", "the broker was down for 90 s")
+    inst = free_instance(run, "ABC", rng)
     if inst is None:
+        run.broker_lock.release()
         return skipped(run, "thread-churn", "every instance busy")
     try:
         t = time.time()
+        before = (inst.poll_stats() or {}).get("threads_removed", 0)
         inst.command("remove-thread")
+        deadline = time.time() + 70
+        while time.time() < deadline and (inst.poll_stats() or {}).get("threads_removed", 0) == before:
+            time.sleep(0.5)
+        removed = (inst.poll_stats() or {}).get("threads_removed", 0) > before
         gap = rng.uniform(8, 15)
         time.sleep(gap)
         inst.command("add-thread")
-        record(run, "thread-churn", inst.name, t, gap_s=round(gap, 1))
+        record(run, "thread-churn", inst.name, t, gap_s=round(gap, 1), removed=removed)
     finally:
         inst.busy.release()
+        run.broker_lock.release()
 
 
 def fault_broker(run, rng):
-    if not run.broker_lock.acquire(blocking=False):
-        return skipped(run, "broker-restart", "the broker is already down")
+    if not run.broker_lock.acquire(timeout=90):
+        return skipped(run, "broker-restart", "the broker was down or in a thread churn for 90 s")
     try:
         t = time.time()
         broker(run, "stop")
@@ -430,12 +471,14 @@ def schedule(run, seconds):
     kinds = list(run.args.faults)
     plan = []
     t = 15.0
+    # Every kind must fit once: a short run spaces its faults closer.
+    gap = min(run.args.fault_gap, (seconds - 40) / len(kinds))
     first = kinds[:]
     rng.shuffle(first)
     while t < seconds - 25:
         kind = first.pop(0) if first else rng.choice(kinds)
         plan.append((round(t, 1), kind))
-        t += rng.uniform(0.5, 1.5) * run.args.fault_gap
+        t += rng.uniform(0.5, 1.0) * gap if first else rng.uniform(0.5, 1.5) * run.args.fault_gap
     return plan
 
 
@@ -450,7 +493,9 @@ def run_faults(run, plan, start):
         th.start()
         threads.append(th)
     for th in threads:
-        th.join(timeout=400)
+        th.join(timeout=1200)
+        if th.is_alive():
+            run.fail("a fault still running 20 min after the input ended")
 
 
 def safe(run, kind, rng):
@@ -464,13 +509,32 @@ def safe(run, kind, rng):
 # Analysis
 # ---------------------------------------------------------------------------------------------
 
-def task_returns(inst):
+def disk_stats(inst):
+    """Every stats line of every process of the instance, read again from disk: (lines, bad), a
+    line that does not parse counting as bad unless it is the last of a process killed mid-write."""
+    lines, bad = [], 0
+    for gen in range(1, inst.generation + 1):
+        try:
+            with open(inst.stats_path(gen)) as f:
+                raw = f.read().splitlines()
+        except FileNotFoundError:
+            continue
+        for n, text in enumerate(raw):
+            try:
+                lines.append((gen, json.loads(text)))
+            except ValueError:
+                if n != len(raw) - 1 or gen in inst.graceful:
+                    bad += 1
+    return lines, bad
+
+
+def task_returns(inst, stats_lines):
     """From the instance's own task lists, per process (generation): tasks that left the process
     and came back to it later (returns), and tasks that moved from one of its stream threads to
     the other (moves). Both are a revoke and a reassignment to the same instance."""
     returns, moves, examples = 0, 0, []
     by_gen = {}
-    for gen, s in inst.stats_lines:
+    for gen, s in stats_lines:
         by_gen.setdefault(gen, []).append(s)
     for gen, lines in by_gen.items():
         prev, gone, owner = set(), set(), {}
@@ -498,14 +562,16 @@ def analyse(run, verify, producer):
     drain_max_ns, returns, moves, return_examples, max_inflight = 0.0, 0, 0, [], 0
     processes = 0
     task_slots = {}  # task -> the most slots it held at any reading, on any instance
+    bad_lines, unclosed, removed, control_failed = 0, [], 0, 0
     for inst in run.instances.values():
-        inst.poll_stats()
-        r, m, ex = task_returns(inst)
+        stats_lines, bad = disk_stats(inst)
+        bad_lines += bad
+        r, m, ex = task_returns(inst, stats_lines)
         returns += r
         moves += m
         return_examples += ex
         last_by_gen = {}
-        for gen, s in inst.stats_lines:
+        for gen, s in stats_lines:
             last_by_gen[gen] = s
             max_inflight = max(max_inflight, s.get("max_task_inflight", 0))
             for task, n in s.get("task_slots_max", {}).items():
@@ -518,6 +584,10 @@ def analyse(run, verify, producer):
             uncaught += [f"{inst.name}#{gen}: {u}" for u in s["uncaught"]]
             if s["ever_error"]:
                 ever_error.append(f"{inst.name}#{gen}")
+            removed += s.get("threads_removed", 0)
+            control_failed += s.get("control_failed", 0)
+            if gen in inst.graceful and s.get("close_ok") is not True:
+                unclosed.append(f"{inst.name}#{gen}: close_ok={s.get('close_ok')}")
             drain_max_ns = max(drain_max_ns, s["drain_max_ns"])
     result.update({"processes": processes, "probe_violations": probe_violations, "probe_examples": probe_examples[:5],
                    "threads_replaced": replaced, "uncaught": uncaught[:10], "instances_in_error": ever_error,
@@ -526,7 +596,18 @@ def analyse(run, verify, producer):
                    "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight,
                    "tasks_at_cap": sorted(t for t, n in task_slots.items() if n >= INFLIGHT_CAP),
                    "task_slots_max": dict(sorted(task_slots.items()))})
+    done = {f["fault"] for f in run.faults}
+    result.update({"unparseable_stats_lines": bad_lines, "graceful_closes_not_ok": unclosed,
+                   "threads_removed": removed, "control_commands_failed": control_failed,
+                   "fault_kinds_missing": sorted(set(run.args.faults) - done)})
     checks = {
+        "input flowed: every produced record in the input topic": 0 < producer.produced <= verify.get("input", 0)
+        and not producer.errors,
+        "every fault kind injected": set(run.args.faults) <= done,
+        "every thread churn removed a thread": all(f.get("removed") for f in run.faults
+                                                   if f["fault"] == "thread-churn"),
+        "every graceful close completed (close() returned true)": not unclosed,
+        "stats readable": bad_lines == 0,
         "output verified (nothing missing, order, counts and totals)": verify.get("ok") is True,
         "no key on two threads at once": probe_violations == 0,
         "no instance in ERROR": not ever_error,
@@ -658,7 +739,8 @@ def write_report(args, results, versions):
                   f"| duplicates | {v.get('duplicates')} |",
                   f"| order violations | {v.get('order_violations')} |",
                   f"| unexpected | {v.get('unexpected')} |",
-                  f"| count mismatches / total mismatches | {v.get('count_mismatches')} / {v.get('total_mismatches')} |",
+                  f"| count mismatches / total mismatches{' (at least the input: replays count again)' if args.guarantee == 'alos' else ''} | "
+                  f"{v.get('count_mismatches')} / {v.get('total_mismatches')} |",
                   f"| keys on two threads at once | {r['probe_violations']} |",
                   f"| instances in ERROR / threads replaced | {len(r['instances_in_error'])} / {r['threads_replaced']} |",
                   f"| tasks revoked and handed back to the same instance / moved between its threads | "
@@ -671,9 +753,14 @@ def write_report(args, results, versions):
                   f"| faults | {', '.join(f'{k} ×{n}' for k, n in sorted(faults.items()))} |", ""]
         lines += ["| check | |", "|---|---|"] + [f"| {k} | {'yes' if ok else '**NO**'} |"
                                                 for k, ok in r["checks"].items()] + [""]
-        if r["harness_failures"] or r["uncaught"] or v.get("examples") or r["probe_examples"]:
-            lines += ["Details:", ""] + [f"- {x}" for x in r["harness_failures"] + r["uncaught"]
-                                          + v.get("examples", []) + r["probe_examples"]] + [""]
+        details = (r["harness_failures"] + r["uncaught"] + v.get("examples", []) + r["probe_examples"]
+                   + [f"input: {e}" for e in r["producer_errors"]] + r["graceful_closes_not_ok"]
+                   + [f"skipped: {f['fault']} at {f['at_s']} s ({f['why']})" for f in r["skipped_faults"]])
+        if r["control_commands_failed"]:
+            details.append(f"{r['control_commands_failed']} thread remove/add commands failed (Kafka Streams "
+                           "timed out; see the app logs)")
+        if details:
+            lines += ["Details:", ""] + [f"- {x}" for x in details] + [""]
         lines += ["<details><summary>fault log</summary>", "", "| at (s) | fault | target | took (s) | details |",
                   "|---:|---|---|---:|---|"]
         for f in r["faults"]:

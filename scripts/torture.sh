@@ -32,7 +32,7 @@ if ((build)); then
   cargo build --release --locked -q -p streamshard-load
   mvn -B -q --no-transfer-progress package -DskipTests
 fi
-python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
+python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib || echo 'torture.sh: no matplotlib: reports without the chart' >&2
 
 # The JVMs start from a copy, so a rebuild during a long run cannot change what they run.
 copy="${TMPDIR:-/tmp}/streamshard-torture-jars.$$"

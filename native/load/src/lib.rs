@@ -233,8 +233,8 @@ struct KeyState {
     input_records: u64,
     /// Output copies of each input sequence number (parallel to `input_seqs`).
     output_copies: Vec<u32>,
-    /// Sequence number of the key's previous output record.
-    last_output_seq: Option<u64>,
+    /// Index in `input_seqs` of the key's previous output record.
+    last_output: Option<usize>,
     /// Sum of `seq + 1` over the key's input records (what a total must reach).
     input_total: u64,
     /// Last value seen in the counts topic.
@@ -392,14 +392,34 @@ impl Verifier {
         };
         state.output_copies[i] = state.output_copies[i].saturating_add(1);
         let first_copy = state.output_copies[i] == 1;
-        let previous = state.last_output_seq.replace(seq);
-        // A lower sequence number than the previous record's is an order violation, unless this
-        // (key, seq) was already output: then it is a replayed duplicate (at-least-once).
+        let previous = state.last_output;
+        // A late record (never output, before the previous one) is counted once and leaves the
+        // position where it was; a replay (an output record again) restarts it.
+        state.last_output = Some(match previous {
+            Some(prev) if i <= prev && first_copy => prev,
+            _ => i,
+        });
+        // Per key, the output is the input in order, possibly restarted by replays (at-least-once
+        // after a crash or a rebalance): each record is the key's next input record after the
+        // previous output, or an already output one at or before it (a replay starts there).
+        // An order violation is a record before the previous one that was never output, or a jump
+        // over records of which one was already output (a replay out of order). A jump over
+        // records never output is not one by itself: they are missing, or violations when they
+        // come.
         if let Some(prev) = previous {
-            if seq < prev && first_copy {
+            let prev_seq = state.input_seqs[prev];
+            let violation = if i <= prev {
+                first_copy
+            } else {
+                state.output_copies[prev + 1..i].iter().any(|&c| c > 0)
+            };
+            if violation {
                 self.order_violations += 1;
                 self.example(|| {
-                    format!("order violation on {}: seq {seq} after {prev}", short(key))
+                    format!(
+                        "order violation on {}: seq {seq} after {prev_seq}",
+                        short(key)
+                    )
                 });
             }
         }
@@ -678,6 +698,37 @@ mod tests {
         );
         assert!(r.ok, "{r:?}");
         assert_eq!((r.duplicates, r.order_violations), (3, 0));
+    }
+
+    #[test]
+    fn a_replay_out_of_order_is_an_order_violation() {
+        // k0 output 0..4, then a replay of 2, 4, 3: the jump from 2 to 4 skips 3, output before.
+        let mut out = input();
+        for seq in [2u64, 4, 3] {
+            out.push((
+                "k0".into(),
+                encode_value(seq, 1_000_000 + 1000 * (seq * 3) as i64, 32),
+            ));
+        }
+        let opts = VerifyOptions {
+            allow_duplicates: true,
+            ..Default::default()
+        };
+        let r = run(opts.clone(), &out, None);
+        assert!(!r.ok, "{r:?}");
+        assert_eq!((r.duplicates, r.order_violations), (3, 1));
+        assert_eq!(r.examples[0], "order violation on k0: seq 4 after 2");
+        // The same replay in order is fine, and so is a replay that starts again further back.
+        let mut out = input();
+        for seq in [2u64, 3, 4, 1, 2, 3, 4] {
+            out.push((
+                "k0".into(),
+                encode_value(seq, 1_000_000 + 1000 * (seq * 3) as i64, 32),
+            ));
+        }
+        let r = run(opts, &out, None);
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.duplicates, r.order_violations), (7, 0));
     }
 
     #[test]

@@ -296,6 +296,21 @@ fn cmd_produce(spec: &ProduceSpec) -> CmdResult {
         Some(path) => SeqState::load(path)?,
         None => SeqState::default(),
     };
+    let result = produce_records(spec, &mut sampler, &mut state);
+    // Saved whatever happened: a record that failed may still have reached the topic, so its
+    // sequence number is never given out again (a gap in a key's sequence is harmless: verify
+    // reads the input topic itself).
+    if let Some(path) = &spec.state {
+        state.save(path)?;
+    }
+    result
+}
+
+fn produce_records(
+    spec: &ProduceSpec,
+    sampler: &mut streamshard_workload::KeySampler,
+    state: &mut SeqState,
+) -> CmdResult {
     let topic = spec.topic.as_str();
 
     let producer: BaseProducer<DeliveryTracker> = base_config(&spec.common.brokers)
@@ -414,9 +429,6 @@ fn cmd_produce(spec: &ProduceSpec) -> CmdResult {
     let delivered = tracker.delivered.load(Ordering::Relaxed);
     if delivered != spec.records {
         return Err(format!("{delivered} of {} records delivered", spec.records).into());
-    }
-    if let Some(path) = &spec.state {
-        state.save(path)?;
     }
     let rate = if seconds > 0.0 {
         spec.records as f64 / seconds

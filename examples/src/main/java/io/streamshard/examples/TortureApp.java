@@ -193,34 +193,47 @@ public final class TortureApp {
             }
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
+        Stats stats = new Stats(args[6], streams, probe, everError, uncaught, replaced);
         CountDownLatch closed = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(60));
+            stats.closeOk = streams.close(Duration.ofSeconds(60)) ? "true" : "false";
+            stats.write(); // the last line: inside the hook, before the JVM halts
             closed.countDown();
         }, "torture-shutdown"));
-        Stats stats = new Stats(args[6], streams, probe, everError, uncaught, replaced);
         streams.start();
         Thread statsThread = new Thread(stats::loop, "torture-stats");
         statsThread.setDaemon(true);
         statsThread.start();
-        Thread control = new Thread(() -> control(streams), "torture-control");
+        Thread control = new Thread(() -> control(streams, stats), "torture-control");
         control.setDaemon(true);
         control.start();
         closed.await();
-        stats.write(); // the last line, after close
     }
 
-    private static void control(KafkaStreams streams) {
+    /** Commands on standard input; each result is counted in the stats (a failed one too). */
+    private static void control(KafkaStreams streams, Stats stats) {
         try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             for (String line; (line = in.readLine()) != null; ) {
-                switch (line.trim()) {
-                    case "remove-thread" -> System.err.println("torture: removed "
-                            + streams.removeStreamThread(Duration.ofSeconds(60)));
-                    case "add-thread" -> System.err.println("torture: added " + streams.addStreamThread());
-                    default -> System.err.println("torture: unknown command " + line);
+                try {
+                    switch (line.trim()) {
+                        case "remove-thread" -> {
+                            var removed = streams.removeStreamThread(Duration.ofSeconds(60));
+                            System.err.println("torture: removed " + removed);
+                            (removed.isPresent() ? stats.removed : stats.controlFailed).incrementAndGet();
+                        }
+                        case "add-thread" -> {
+                            var added = streams.addStreamThread();
+                            System.err.println("torture: added " + added);
+                            (added.isPresent() ? stats.added : stats.controlFailed).incrementAndGet();
+                        }
+                        default -> System.err.println("torture: unknown command " + line);
+                    }
+                } catch (RuntimeException e) {
+                    stats.controlFailed.incrementAndGet();
+                    System.err.println("torture: " + line + " failed: " + e);
                 }
             }
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException e) {
             System.err.println("torture: control input ended: " + e);
         }
     }
@@ -243,6 +256,11 @@ public final class TortureApp {
         private final AtomicLong replaced;
         private final long started = System.currentTimeMillis();
         private double drainMaxNs;
+        final AtomicLong removed = new AtomicLong();
+        final AtomicLong added = new AtomicLong();
+        final AtomicLong controlFailed = new AtomicLong();
+        /** "true" or "false" once close() returned (in the shutdown hook), else null. */
+        volatile String closeOk;
         private double maxTaskSlots;
         /** The most slots each task held at a reading (queued + running). */
         private final Map<String, Double> slotsByTask = new java.util.TreeMap<>();
@@ -338,11 +356,13 @@ public final class TortureApp {
             String line = String.format(Locale.ROOT, "{\"t_ms\":%d,\"uptime_ms\":%d,\"state\":\"%s\",\"ever_error\":%b,"
                     + "\"threads\":%d,\"replaced\":%d,\"uncaught\":%s,\"probe_entered\":%d,\"probe_violations\":%d,"
                     + "\"probe_examples\":%s,\"tasks\":%s,\"thread_tasks\":%s,\"heap_after_gc\":%d,\"heap_used\":%d,"
-                    + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s}}",
+                    + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s},"
+                    + "\"threads_removed\":%d,\"threads_added\":%d,\"control_failed\":%d,\"close_ok\":%s}",
                     System.currentTimeMillis(), System.currentTimeMillis() - started, streams.state(),
                     everError.get() != null, threads, replaced.get(), strings(errors), probe.entered.get(),
                     probe.violations.get(), strings(examples), strings(new ArrayList<>(tasks)), strings(new ArrayList<>(threadTasks)),
-                    heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots, slotsJson());
+                    heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots, slotsJson(), removed.get(), added.get(),
+                    controlFailed.get(), closeOk == null ? "null" : closeOk);
             try (PrintWriter w = new PrintWriter(new FileWriter(path, StandardCharsets.UTF_8, true))) {
                 w.println(line);
             } catch (IOException e) {
