@@ -77,6 +77,17 @@ def scenarios(quick):
                  10000, "hot:0.5", 64, n(4000, 200), ["streamshard"] if quick else ["stock", "streamshard", "pc"]),
         Scenario("io-eos", "I/O-bound, exactly-once v2", "sleep:5000", 4, 10000, "zipf:1.1", 64, n(6000, 400),
                  ["streamshard", "pc"] if quick else ["stock", "streamshard", "pc"], guarantee="eos"),
+        # Uniform keys: per-key order is no limit, so the ideal line min(workers, keys) / latency is
+        # reachable; these measure what each record's hand-off costs (issue 12).
+        Scenario("uniform-5ms-64", "Uniform keys: 5 ms call, 4 partitions, 10,000 uniform keys, 64 workers",
+                 "sleep:5000", 4, 10000, "uniform", 64, n(40000, 400), [] if quick else ["stock", "streamshard", "pc"],
+                 stock_records=4000, note="Stock runs 4,000 of the records."),
+        Scenario("uniform-5ms-256", "Uniform keys: 5 ms call, 256 workers", "sleep:5000", 4, 10000, "uniform", 256,
+                 n(80000, 400), [] if quick else ["streamshard", "pc"]),
+        Scenario("uniform-1ms-64", "Uniform keys: 1 ms call, 64 workers", "sleep:1000", 4, 10000, "uniform", 64,
+                 n(100000, 400), [] if quick else ["streamshard", "pc"]),
+        Scenario("uniform-5ms-64-count", "Uniform keys: 5 ms call + groupByKey().count(), 64 workers", "sleep:5000",
+                 4, 10000, "uniform", 64, n(40000, 400), [] if quick else ["streamshard"], counts=True),
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
     ]
