@@ -142,7 +142,8 @@ class Instance:
         a = self.run.args
         cmd = ["java", "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
-               "-javaagent:" + a.agent, "-cp", a.classpath, "io.streamshard.examples.TortureApp",
+               *([] if a.stock else ["-javaagent:" + a.agent]), "-cp", a.classpath,
+               "io.streamshard.examples.TortureApp",
                self.run.brokers, self.run.prefix, self.run.prefix, self.run.guarantee, self.run.protocol,
                self.state_dir, self.stats_path(),
                f"streamshard.workers={WORKERS}", f"streamshard.max.inflight.per.task={INFLIGHT_CAP}",
@@ -710,8 +711,8 @@ def streams_protocol_supported(classpath):
 
 def write_report(args, results, versions):
     os.makedirs(args.report_dir, exist_ok=True)
-    base = os.path.join(args.report_dir, f"torture-{args.guarantee}")
-    summary = {"guarantee": args.guarantee, "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
+    base = os.path.join(args.report_dir, f"torture-{args.guarantee}{'-stock' if args.stock else ''}")
+    summary = {"guarantee": args.guarantee, "engine": "stock" if args.stock else "streamshard", "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
                "burst": args.burst, "kafka_streams": versions, "partitions": PARTITIONS, "keys": KEYS, "dist": DIST,
                "workers": WORKERS, "inflight_cap": INFLIGHT_CAP, "instances": 3, "stream_threads": 2,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": all(r["ok"] for r in results),
@@ -719,7 +720,8 @@ def write_report(args, results, versions):
     with open(base + ".json", "w") as f:
         json.dump(summary, f, indent=1)
     chart = chart_png(base + ".png", results)
-    lines = [f"# Torture run: {'exactly-once v2' if args.guarantee == 'eos' else 'at-least-once'}, "
+    lines = [f"# Torture run{' (stock Kafka Streams, no agent)' if args.stock else ''}: "
+             f"{'exactly-once v2' if args.guarantee == 'eos' else 'at-least-once'}, "
              f"{args.minutes} min — {'PASSED' if summary['ok'] else 'FAILED'}", "",
              f"{summary['date']}, Kafka Streams {versions}, seed {args.seed}. Three instances × 2 stream threads × "
              f"{WORKERS} workers, {PARTITIONS} partitions, keys {DIST} over {KEYS:,}, a 1–5 ms call → leftJoin a "
@@ -818,6 +820,9 @@ def main():
                     help="a broker outage lasts request.timeout.ms + 5 s up to request.timeout.ms + this")
     ap.add_argument("--catch-up-s", type=int, default=600)
     ap.add_argument("--broker-port", type=int, default=39292)
+    ap.add_argument("--stock", action="store_true",
+                    help="run the app without the agent: the same faults on stock Kafka Streams, to tell its "
+                         "behavior from streamshard's (the checks are the same; no task is parallel)")
     ap.add_argument("--agent", required=True)
     ap.add_argument("--classpath", required=True)
     ap.add_argument("--workdir", default="/tmp/streamshard-torture")

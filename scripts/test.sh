@@ -48,6 +48,8 @@ step "Chromium for the status page test"
 step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
+step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
+mvn -B -q --no-transfer-progress -pl java-shim,examples package -DskipTests
 step "load tool end to end on the broker (produce, wait, verify)"
 cargo test --locked -p streamshard-load --test broker
 step "benchmark harness, quick mode: every engine and scenario runs and is verified; speed not asserted"
