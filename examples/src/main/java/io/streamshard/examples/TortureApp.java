@@ -276,15 +276,39 @@ public final class TortureApp {
         }
 
         void loop() {
-            while (true) {
+            for (int i = 1; ; i++) {
                 try {
-                    Thread.sleep(1000);
-                    write();
+                    Thread.sleep(100);
+                    sample();
+                    if (i % 10 == 0) {
+                        write();
+                    }
                 } catch (InterruptedException e) {
                     return;
                 } catch (RuntimeException e) {
                     System.err.println("torture: stats failed: " + e);
                 }
+            }
+        }
+
+        /** Reads the task metrics: the longest drain, and the most slots each task holds (every 100 ms). */
+        synchronized void sample() {
+            Map<String, Double> slots = new java.util.HashMap<>();
+            for (Map.Entry<MetricName, ? extends Metric> m : streams.metrics().entrySet()) {
+                MetricName n = m.getKey();
+                if (!n.group().equals("streamshard-task-metrics") || !(m.getValue().metricValue() instanceof Double d)
+                        || d.isNaN()) {
+                    continue;
+                }
+                switch (n.name()) {
+                    case "drain-time-max-ns" -> drainMaxNs = Math.max(drainMaxNs, d);
+                    case "queued", "in-flight" -> slots.merge(n.tags().get("task-id"), d, Double::sum);
+                    default -> { }
+                }
+            }
+            for (Map.Entry<String, Double> taken : slots.entrySet()) {
+                maxTaskSlots = Math.max(maxTaskSlots, taken.getValue());
+                slotsByTask.merge(taken.getKey(), taken.getValue(), Math::max);
             }
         }
 
@@ -304,23 +328,7 @@ public final class TortureApp {
             } catch (RuntimeException e) {
                 // Not running (closing, or not started): no threads, no tasks.
             }
-            Map<String, Double> slots = new java.util.HashMap<>();
-            for (Map.Entry<MetricName, ? extends Metric> m : streams.metrics().entrySet()) {
-                MetricName n = m.getKey();
-                if (!n.group().equals("streamshard-task-metrics") || !(m.getValue().metricValue() instanceof Double d)
-                        || d.isNaN()) {
-                    continue;
-                }
-                switch (n.name()) {
-                    case "drain-time-max-ns" -> drainMaxNs = Math.max(drainMaxNs, d);
-                    case "queued", "in-flight" -> slots.merge(n.tags().get("task-id"), d, Double::sum);
-                    default -> { }
-                }
-            }
-            for (Map.Entry<String, Double> taken : slots.entrySet()) {
-                maxTaskSlots = Math.max(maxTaskSlots, taken.getValue());
-                slotsByTask.merge(taken.getKey(), taken.getValue(), Math::max);
-            }
+            sample();
             long heapUsed = 0;
             java.util.Set<String> heapPools = new java.util.HashSet<>();
             for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
