@@ -25,14 +25,38 @@ pub fn base_config(brokers: &str) -> ClientConfig {
     c
 }
 
-/// Partition ids of `topic`, or `None` if the topic does not exist.
+/// How long a metadata request keeps retrying while no broker answers (a broker restart).
+pub const BROKER_PATIENCE: Duration = Duration::from_secs(120);
+
+/// Whether a metadata error means "no broker reachable now" (worth retrying), not a real answer.
+fn transient(e: &KafkaError) -> bool {
+    matches!(
+        e,
+        KafkaError::MetadataFetch(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::OperationTimedOut
+                | RDKafkaErrorCode::RequestTimedOut
+        )
+    )
+}
+
+/// Partition ids of `topic`, or `None` if the topic does not exist. While no broker answers it
+/// retries for up to [`BROKER_PATIENCE`].
 pub fn topic_partitions<C: ClientContext>(
     client: &Client<C>,
     topic: &str,
 ) -> Result<Option<Vec<i32>>, String> {
-    let md = client
-        .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
-        .map_err(|e| format!("metadata of {topic}: {e}"))?;
+    let deadline = Instant::now() + BROKER_PATIENCE;
+    let md = loop {
+        match client.fetch_metadata(Some(topic), REQUEST_TIMEOUT) {
+            Ok(md) => break md,
+            Err(e) if transient(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => return Err(format!("metadata of {topic}: {e}")),
+        }
+    };
     let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
         return Ok(None);
     };
