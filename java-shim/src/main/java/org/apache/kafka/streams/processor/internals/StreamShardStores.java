@@ -21,10 +21,16 @@ import org.apache.kafka.streams.state.KeyValueIterator;
 public final class StreamShardStores {
     private StreamShardStores() {}
 
-    /** {@code iterator}, its every call made under {@code store}'s monitor (once: a wrapped one is returned as is). */
+    /** The class whose reads are unguarded; any other iterator (an empty one, 4.4's transaction buffer's) is left alone. */
+    private static final String UNGUARDED = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore$InMemoryKeyValueIterator";
+
+    /**
+     * {@code iterator}, its every call made under {@code store}'s monitor, if it is the store's own
+     * unguarded iterator; anything else (already wrapped, empty, another store's) as is.
+     */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static <K, V> KeyValueIterator<K, V> locked(Object store, KeyValueIterator<K, V> iterator) {
-        if (iterator == null || iterator instanceof Locked) {
+        if (iterator == null || !iterator.getClass().getName().equals(UNGUARDED)) {
             return iterator;
         }
         return new Locked(store, iterator);
