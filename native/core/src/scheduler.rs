@@ -186,6 +186,8 @@ struct Task {
     wait: Sums,
     /// Sampled dispatch-to-complete times of this task's records, ns.
     run: Sums,
+    /// Free places a room waiter needs in this task (0: nobody waits for it). See `wait_for_room`.
+    room_want: u32,
 }
 
 /// Count, sum and largest of sampled durations (ns), kept under the lock.
@@ -245,6 +247,10 @@ struct State {
     /// A poller is spinning outside the lock, watching `ready_hint` (at most one at a time).
     spinning: bool,
     drain_waiters: u32,
+    /// Submitters blocked in `wait_for_room`.
+    room_waiters: u32,
+    /// Free global places a room waiter needs (0: none waits for the global cap).
+    room_global_want: u32,
     shutdown: bool,
     sample_seq: u64,
 }
@@ -257,6 +263,8 @@ pub struct Scheduler {
     work_cv: Condvar,
     /// Drains and closes wait here for running records to end.
     drain_cv: Condvar,
+    /// Submitters wait here for room below a cap (`wait_for_room`).
+    room_cv: Condvar,
     counters: Box<[TaskCounters]>,
     /// Whether the ring is non-empty, for the spinning poller (a hint: it re-checks under the
     /// lock before taking anything or going to sleep).
@@ -273,12 +281,14 @@ pub struct Scheduler {
 struct Wake {
     work: bool,
     drains: bool,
+    room: bool,
 }
 
 impl Wake {
     fn add(&mut self, other: Wake) {
         self.work |= other.work;
         self.drains |= other.drains;
+        self.room |= other.room;
     }
 }
 
@@ -337,6 +347,8 @@ impl Scheduler {
             idle_pollers: 0,
             spinning: false,
             drain_waiters: 0,
+            room_waiters: 0,
+            room_global_want: 0,
             shutdown: false,
             sample_seq: 0,
         };
@@ -348,6 +360,7 @@ impl Scheduler {
             state: Mutex::new(state),
             work_cv: Condvar::new(),
             drain_cv: Condvar::new(),
+            room_cv: Condvar::new(),
             ready_hint: AtomicBool::new(false),
             totals: TotalCounters::default(),
             wait_ns: AtomicHistogram::new(),
@@ -488,6 +501,7 @@ impl Scheduler {
             max_key_depth: 0,
             wait: Sums::default(),
             run: Sums::default(),
+            room_want: 0,
         };
         let generation = st.generations[index as usize];
         let c = &self.counters[index as usize];
@@ -575,7 +589,7 @@ impl Scheduler {
         drop(st);
         self.signal(Wake {
             work,
-            drains: false,
+            ..Wake::default()
         });
         r
     }
@@ -608,7 +622,7 @@ impl Scheduler {
         drop(st);
         self.signal(Wake {
             work,
-            drains: false,
+            ..Wake::default()
         });
         (n, last)
     }
@@ -801,6 +815,9 @@ impl Scheduler {
         }
         if wake.drains {
             self.drain_cv.notify_all();
+        }
+        if wake.room {
+            self.room_cv.notify_all();
         }
     }
 
@@ -1061,10 +1078,11 @@ impl Scheduler {
             next = self.advance_lane(slots, &mut t.null_lane);
         }
         let drains = *drain_waiters > 0 && t.running == 0;
+        let room = st.room_waiters > 0 && self.room_freed(st, ti);
         let work = next != NIL && self.make_ready(st, ti, next);
         self.publish_task(st, ti);
         self.publish_totals(st);
-        Ok(Wake { work, drains })
+        Ok(Wake { work, drains, room })
     }
 
     /// Ends the lane's active record: returns the next waiting record (now active), or `NIL`
@@ -1244,6 +1262,120 @@ impl Scheduler {
         dropped.push(slot);
     }
 
+    /// How many free places a submitter waiting at a cap wants before it goes on: a quarter of
+    /// the smaller cap, at least one, so that one wake-up pays for a run of submits.
+    fn room_wanted(&self, cap: u32) -> u32 {
+        (cap.min(self.config.max_inflight) / 4).max(1)
+    }
+
+    /// Free places for task `t`, under both caps.
+    fn room_of(&self, st: &State, t: &Task) -> u32 {
+        t.cap
+            .saturating_sub(t.unfinished())
+            .min(self.config.max_inflight.saturating_sub(st.unfinished))
+    }
+
+    /// After a record of task `ti` ended, with a room waiter: whether to wake it. One-shot per
+    /// watched task and for the global want, so a wait costs one wake-up, not one per record.
+    fn room_freed(&self, st: &mut State, ti: u32) -> bool {
+        let free_global = self.config.max_inflight.saturating_sub(st.unfinished);
+        let mut wake = false;
+        if st.room_global_want > 0 && free_global >= st.room_global_want {
+            st.room_global_want = 0;
+            wake = true;
+        }
+        let room = match st.tasks[ti as usize].as_ref() {
+            Some(t) if t.room_want > 0 => t.failure.is_some() || self.room_of(st, t) >= t.room_want,
+            _ => false,
+        };
+        if room {
+            if let Some(t) = st.tasks[ti as usize].as_mut() {
+                t.room_want = 0;
+            }
+        }
+        wake || room
+    }
+
+    /// For a submitter whose tasks are at a cap: waits up to `timeout` until one of `tasks` has
+    /// room for a run of records (a quarter of its cap, see `room_wanted`), has failed, is closed
+    /// or is gone. Returns whether one has (false: the timeout passed). A StreamThread waits here
+    /// instead of in a consumer poll that no new record would end.
+    pub fn wait_for_room(&self, tasks: &[TaskHandle], timeout: Duration) -> Result<bool, Error> {
+        let mut st = self.lock();
+        let deadline = Instant::now().checked_add(timeout);
+        let mut waiting = false;
+        let result = loop {
+            if st.shutdown {
+                break Err(Error::Shutdown);
+            }
+            let mut ready = false;
+            let mut global_want = 0u32;
+            for &h in tasks {
+                let i = h.index as usize;
+                let t = match st.tasks.get(i) {
+                    Some(Some(t)) if st.generations[i] == h.generation => t,
+                    _ => {
+                        ready = true;
+                        break;
+                    }
+                };
+                let want = self.room_wanted(t.cap);
+                if t.closed || t.failure.is_some() || self.room_of(&st, t) >= want {
+                    ready = true;
+                    break;
+                }
+                if t.cap.saturating_sub(t.unfinished()) >= want {
+                    // Held by the global cap, not its own: every task's completions count.
+                    global_want = if global_want == 0 {
+                        want
+                    } else {
+                        global_want.min(want)
+                    };
+                }
+            }
+            if ready {
+                break Ok(true);
+            }
+            let now = Instant::now();
+            let left = match deadline {
+                Some(d) if d <= now => break Ok(false),
+                Some(d) => d - now,
+                None => Duration::from_secs(3600),
+            };
+            for &h in tasks {
+                if let Some(t) = st.tasks[h.index as usize].as_mut() {
+                    t.room_want = self.room_wanted(t.cap);
+                }
+            }
+            if global_want > 0 && (st.room_global_want == 0 || global_want < st.room_global_want) {
+                st.room_global_want = global_want;
+            }
+            if !waiting {
+                st.room_waiters += 1;
+                waiting = true;
+            }
+            st = match self.room_cv.wait_timeout(st, left) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        };
+        if waiting {
+            st.room_waiters -= 1;
+            for &h in tasks {
+                let i = h.index as usize;
+                if st.generations.get(i) == Some(&h.generation) {
+                    if let Some(t) = st.tasks[i].as_mut() {
+                        t.room_want = 0;
+                    }
+                }
+            }
+            if st.room_waiters == 0 {
+                st.room_global_want = 0;
+            }
+        }
+        result
+    }
+
     fn wait(
         &self,
         mut st: MutexGuard<'_, State>,
@@ -1310,6 +1442,7 @@ impl Scheduler {
         drop(st);
         self.work_cv.notify_all();
         self.drain_cv.notify_all();
+        self.room_cv.notify_all();
     }
 
     pub fn is_shutdown(&self) -> bool {

@@ -497,3 +497,140 @@ fn each_task_reports_its_own_sampled_wait_and_run_times() {
     assert_eq!(m.run_ns.count, 5);
     assert_eq!(m.wait_ns.count, 5);
 }
+
+/// A submitter at a task's cap waits for room for a run of records (a quarter of the cap), not
+/// for the first free place, and not past its timeout.
+#[test]
+fn wait_for_room_wants_a_quarter_of_the_cap() {
+    let s = Arc::new(sched(100));
+    let t = s
+        .register_task(
+            tid(0, 0),
+            TaskOptions {
+                max_inflight: Some(8),
+                ..TaskOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(
+        s.wait_for_room(&[t], Duration::ZERO).unwrap(),
+        "empty task has room"
+    );
+    for i in 0..8u32 {
+        s.submit(t, 0, i as i64, Some(i as u64), i).unwrap();
+    }
+    let started = Instant::now();
+    assert!(!s.wait_for_room(&[t], Duration::from_millis(50)).unwrap());
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    let mut out = Vec::new();
+    s.poll(&mut out, 8, Duration::ZERO).unwrap();
+    assert_eq!(out.len(), 8);
+    // One free place is not yet room (2 wanted): the waiter goes on waiting.
+    s.complete(out[0]).unwrap();
+    assert!(!s.wait_for_room(&[t], Duration::from_millis(20)).unwrap());
+    let s2 = s.clone();
+    let waiter = thread::spawn(move || {
+        let started = Instant::now();
+        let room = s2.wait_for_room(&[t], LONG).unwrap();
+        (room, started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(100));
+    s.complete(out[1]).unwrap();
+    let (room, waited) = waiter.join().unwrap();
+    assert!(room);
+    assert!(
+        waited >= Duration::from_millis(100),
+        "woke before the room was there: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "not woken by the completion: {waited:?}"
+    );
+    // The one-shot want is cleared: no waiter left, nothing watched.
+    s.complete(out[2]).unwrap();
+}
+
+/// A task held by the global cap wakes its waiter when another task's records end.
+#[test]
+fn wait_for_room_wakes_on_the_global_cap_freeing() {
+    let s = Arc::new(
+        Scheduler::new(SchedulerConfig {
+            max_inflight: 8,
+            max_inflight_per_task: 8,
+            timing_sample_shift: 0,
+            ..SchedulerConfig::default()
+        })
+        .unwrap(),
+    );
+    let full = s.register_task(tid(0, 0), TaskOptions::default()).unwrap();
+    let held = s.register_task(tid(0, 1), TaskOptions::default()).unwrap();
+    for i in 0..8u32 {
+        s.submit(full, 0, i as i64, Some(i as u64), i).unwrap();
+    }
+    assert!(!s.wait_for_room(&[held], Duration::from_millis(20)).unwrap());
+    let s2 = s.clone();
+    let waiter = thread::spawn(move || {
+        let started = Instant::now();
+        (s2.wait_for_room(&[held], LONG).unwrap(), started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(50));
+    let mut out = Vec::new();
+    s.poll(&mut out, 2, Duration::ZERO).unwrap();
+    for slot in out {
+        s.complete(slot).unwrap();
+    }
+    let (room, waited) = waiter.join().unwrap();
+    assert!(room);
+    assert!(
+        waited < Duration::from_secs(5),
+        "not woken by the other task's completions: {waited:?}"
+    );
+}
+
+/// A failure, a close, a removed task or a shutdown ends the wait: the submitter must go on.
+#[test]
+fn wait_for_room_ends_on_failure_close_and_shutdown() {
+    let s = Arc::new(sched(8));
+    let t = s.register_task(tid(0, 0), TaskOptions::default()).unwrap();
+    for i in 0..8u32 {
+        s.submit(t, 0, i as i64, Some(i as u64), i).unwrap();
+    }
+    let s2 = s.clone();
+    let waiter = thread::spawn(move || s2.wait_for_room(&[t], LONG));
+    thread::sleep(Duration::from_millis(50));
+    let mut out = Vec::new();
+    s.poll(&mut out, 1, Duration::ZERO).unwrap();
+    s.fail(out[0], "boom").unwrap();
+    assert!(waiter.join().unwrap().unwrap(), "failure ends the wait");
+    assert!(
+        s.wait_for_room(&[t], LONG).unwrap(),
+        "a failed task never blocks a waiter"
+    );
+
+    let w = s.register_task(tid(0, 3), TaskOptions::default()).unwrap();
+    assert!(
+        !s.wait_for_room(&[w], Duration::from_millis(20)).unwrap(),
+        "held by the global cap"
+    );
+    s.close(w, CloseMode::Drain, LONG, &mut Vec::new()).unwrap();
+    assert!(
+        s.wait_for_room(&[w], LONG).unwrap(),
+        "a closed task never blocks a waiter"
+    );
+    s.remove_task(w).unwrap();
+    assert!(
+        s.wait_for_room(&[w], LONG).unwrap(),
+        "nor does a removed one"
+    );
+
+    let u = s.register_task(tid(0, 1), TaskOptions::default()).unwrap();
+    let v = s.register_task(tid(0, 2), TaskOptions::default()).unwrap();
+    let s3 = s.clone();
+    let started = Instant::now();
+    // The global cap: t's 7 queued records leave one place, and u and v want two each.
+    let waiter = thread::spawn(move || s3.wait_for_room(&[u, v], LONG));
+    thread::sleep(Duration::from_millis(50));
+    s.shutdown();
+    assert!(matches!(waiter.join().unwrap(), Err(Error::Shutdown)));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

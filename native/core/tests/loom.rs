@@ -130,3 +130,33 @@ fn one_worker_three_records_chain() {
         0,
     );
 }
+
+#[test]
+fn a_submitter_at_its_cap_is_woken_by_a_completion() {
+    // The task is at its cap (4 of 4): the submitter waits for room; the worker's completion
+    // must wake it (a lost wake-up deadlocks), and the record it then submits runs too.
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let (s, t) = setup();
+        let held = Arc::new(AtomicU32::new(0));
+        let ran = Arc::new(AtomicU32::new(0));
+        for i in 0..4u32 {
+            s.submit(t, 0, i as i64, Some(i as u64), i).unwrap();
+        }
+        let w = {
+            let (s, held, ran) = (s.clone(), held.clone(), ran.clone());
+            thread::spawn(move || worker(s, held, ran, |slot| slot % 4, 0))
+        };
+        assert!(s.wait_for_room(&[t], FOREVER).unwrap());
+        // Room means a place is free; the slot of a finished record is free again.
+        let free = (0..4u32)
+            .find(|&slot| s.submit(t, 0, 10 + slot as i64, Some(3), slot).is_ok())
+            .expect("room, but no slot accepted");
+        let _ = free;
+        s.drain(&[t], FOREVER).unwrap();
+        assert_eq!(ran.load(SeqCst), 5);
+        s.shutdown();
+        w.join().unwrap();
+    });
+}

@@ -436,6 +436,50 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     .resolve::<ThrowRuntimeExAndDefault>()
 }
 
+/// Waits up to `timeout_nanos` until one of `tasks[0..count]` has room for a run of records (see
+/// `Scheduler::wait_for_room`). Returns false on timeout; true on room, and after shutdown.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_waitForRoom<'c>(
+    mut env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    tasks: JLongArray<'c>,
+    count: jint,
+    timeout_nanos: jlong,
+) -> jboolean {
+    env.with_env(|env| -> jni::errors::Result<jboolean> {
+        let Some(count) = non_negative(env, "count", count) else {
+            return Ok(false);
+        };
+        let len = tasks.len(env)?;
+        if count as usize > len {
+            let _ = env.throw_new(
+                jni_str!("java/lang/ArrayIndexOutOfBoundsException"),
+                JNIString::from(format!("count {count} exceeds tasks.length {len}")),
+            );
+            return Ok(false);
+        }
+        let mut raw = vec![0 as jlong; count as usize];
+        tasks.get_region(env, 0, &mut raw)?;
+        let handles: Vec<TaskHandle> = raw
+            .iter()
+            .map(|&t| TaskHandle::from_raw(t as u64))
+            .collect();
+        let timeout = Duration::from_nanos(timeout_nanos.max(0) as u64);
+        Ok(with_sched(env, h, |env, s| {
+            match s.wait_for_room(&handles, timeout) {
+                Ok(room) => room,
+                Err(Error::Shutdown) => true,
+                Err(e) => {
+                    throw(env, &e);
+                    false
+                }
+            }
+        }))
+    })
+    .resolve::<ThrowRuntimeExAndDefault>()
+}
+
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_drain<'c>(
     mut env: EnvUnowned<'c>,

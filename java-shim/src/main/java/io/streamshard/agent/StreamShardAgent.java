@@ -71,6 +71,8 @@ public final class StreamShardAgent {
             new Hook(STREAM_TASK, "doProcess", List.of("long"), ADVICE + "DoProcess",
                     List.of("record", "recordInfo")),
             new Hook(STREAM_TASK, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),
+            new Hook(P + "StreamThread", "pollRequests", List.of("java.time.Duration"), ADVICE + "PollRequests",
+                    List.of()),
             new Hook(STREAM_TASK, "prepareCommit", List.of("boolean"), ADVICE + "PrepareCommit", List.of())
                     .onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), true),
             // Before 4.1: prepareCommit() (a dirty close is told apart by its callers).

@@ -62,6 +62,14 @@ public final class ShardExecutor implements AutoCloseable {
         return scheduler;
     }
 
+    /**
+     * Waits up to {@code timeoutNanos} until one of the tasks {@code handles[0..count)} has room
+     * for a run of records (see {@link RoomWait}). Returns false on timeout.
+     */
+    boolean waitForRoom(long[] handles, int count, long timeoutNanos) {
+        return scheduler.waitForRoom(handles, count, timeoutNanos);
+    }
+
     /** Free slots now (for tests and metrics). */
     public int freeSlots() {
         return free.size();
@@ -136,6 +144,14 @@ public final class ShardExecutor implements AutoCloseable {
 
         public String id() {
             return id;
+        }
+
+        long handle() {
+            return handle;
+        }
+
+        ShardExecutor executor() {
+            return ShardExecutor.this;
         }
 
         void recordFailure(Throwable e) {

@@ -113,6 +113,20 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     /**
+     * Waits up to {@code timeoutNanos} until one of {@code tasks[0..count)} has room for a run of
+     * records (a quarter of its cap), has failed, or is closed or gone. Returns false on timeout,
+     * true otherwise (also after {@link #shutdown()}).
+     */
+    public boolean waitForRoom(long[] tasks, int count, long timeoutNanos) {
+        long h = enter();
+        try {
+            return waitForRoom(h, tasks, count, timeoutNanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
      * Completes {@code done[0..doneCount)}, then waits up to {@code timeoutNanos} for runnable
      * records and writes up to {@code out.length} slots into {@code out}. Returns how many, or
      * {@link #POLL_SHUTDOWN}.
@@ -312,6 +326,8 @@ public final class NativeScheduler implements AutoCloseable {
             long h, long task, int partition, long offset, boolean hasKey, long keyHash, int slot);
 
     private static native boolean hasCapacity(long h, long task);
+
+    private static native boolean waitForRoom(long h, long[] tasks, int count, long timeoutNanos);
 
     private static native int completeAndPoll(long h, int[] done, int doneCount, int[] out, long timeoutNanos);
 

@@ -3,6 +3,7 @@ package org.apache.kafka.streams.processor.internals;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.runtime.InlinePolicy;
+import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
@@ -249,7 +250,11 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         if (shard.failure() != null) {
             return true;
         }
-        return shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog);
+        if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
+            return true;
+        }
+        RoomWait.atCap(shard);
+        return false;
     }
 
     /** Whether a forward from a worker into {@code child} must be parked for the serial region. Any thread. */

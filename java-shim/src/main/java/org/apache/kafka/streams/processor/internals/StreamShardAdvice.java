@@ -77,6 +77,17 @@ public final class StreamShardAdvice {
         }
     }
 
+    /**
+     * StreamThread.pollRequests entry: if a task was at its cap, wait for room in the scheduler
+     * instead of in the consumer (see {@link io.streamshard.runtime.RoomWait}).
+     */
+    public static final class PollRequests {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.Argument(value = 0, readOnly = false) java.time.Duration pollTime) {
+            pollTime = io.streamshard.runtime.RoomWait.beforePoll(pollTime);
+        }
+    }
+
     /** StreamTask.prepareCommit entry. */
     public static final class PrepareCommit {
         @Advice.OnMethodEnter
