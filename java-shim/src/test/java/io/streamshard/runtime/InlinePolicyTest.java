@@ -15,7 +15,7 @@ class InlinePolicyTest {
 
     @Test
     void cheapRecordsGoInlineOnlyAfterEnoughSamples() {
-        InlinePolicy p = new InlinePolicy(10_000);
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
         time(p, InlinePolicy.SAMPLES - 1, 2_000);
         assertThat(p.next()).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isFalse();
@@ -26,10 +26,44 @@ class InlinePolicyTest {
     }
 
     @Test
-    void oneSlowRecordSendsAnInlineTaskBackAtOnce() {
-        InlinePolicy p = new InlinePolicy(10_000);
+    void oneStallDoesNotSendAnInlineTaskBack() {
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        for (int block = 0; block < 4; block++) {
+            // One 50 ms stall per block, cheap records otherwise: it stays inline.
+            time(p, 1, 50_000_000);
+            for (int i = 1; i < InlinePolicy.BLOCK; i++) {
+                p.timed(2_000);
+                assertThat(p.next()).isEqualTo(Switch.STAY);
+            }
+            assertThat(p.lastBlockNanos()).isEqualTo(2_000);
+        }
+        assertThat(p.inline()).isTrue();
+    }
+
+    @Test
+    void recordsStillOnTheWorkersAtTheSwitchDoNotCount() {
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        // The drain: records handed off before the switch end now, slow (they ran contended).
+        time(p, 8, 3_000_000);
+        p.drained();
+        time(p, 1, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.STAY);
+        assertThat(p.inline()).isTrue();
+    }
+
+    @Test
+    void slowRecordsSendAnInlineTaskBackAfterTwo() {
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        time(p, 10, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.STAY);
+        time(p, 1, 5_000_000);
+        assertThat(p.next()).isEqualTo(Switch.STAY);
         time(p, 1, 5_000_000);
         assertThat(p.next()).isEqualTo(Switch.TO_WORKERS);
         assertThat(p.inline()).isFalse();
@@ -39,16 +73,81 @@ class InlinePolicyTest {
     }
 
     @Test
+    void aTenthOfRecordsSlowSendsAnInlineTaskBack() {
+        // A cache in front of a 5 ms call that misses one time in ten: on average far above the mark.
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        Switch last = Switch.STAY;
+        for (int i = 0; i < InlinePolicy.BLOCK && last == Switch.STAY; i++) {
+            p.timed(i % 10 == 9 ? 5_000_000 : 1_000);
+            last = p.next();
+        }
+        assertThat(last).isEqualTo(Switch.TO_WORKERS);
+    }
+
+    @Test
+    void aSlowerBlockOnAverageSendsAnInlineTaskBack() {
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        // 25 µs each: over twice the mark; decided within one block (early, once the block's time
+        // is past a whole block at twice the mark), not at the first record.
+        Switch last = Switch.STAY;
+        int n = 0;
+        while (last == Switch.STAY && n < 2 * InlinePolicy.BLOCK) {
+            p.timed(25_000);
+            n++;
+            last = p.next();
+        }
+        assertThat(last).isEqualTo(Switch.TO_WORKERS);
+        assertThat(n).isBetween(InlinePolicy.BLOCK / 2, InlinePolicy.BLOCK);
+    }
+
+    @Test
     void recordsBetweenTheMarksStayWhereTheyAre() {
-        InlinePolicy p = new InlinePolicy(10_000);
+        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
         time(p, InlinePolicy.SAMPLES * 4, 15_000);
         assertThat(p.next()).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isFalse();
     }
 
     @Test
+    void timeWaitingForACpuIsNotTheRecords() {
+        // The StreamThread was runnable but not running for most of the block (a busy machine):
+        // its records are cheap all the same.
+        long[] wait = {0};
+        InlinePolicy p = new InlinePolicy(10_000, () -> wait[0]);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+        for (int i = 0; i < InlinePolicy.BLOCK; i++) {
+            p.timed(40_000); // 2 µs of its own, 38 µs waiting for a CPU
+            wait[0] += 38_000;
+            assertThat(p.next()).isEqualTo(Switch.STAY);
+        }
+        assertThat(p.lastBlockNanos()).isBetween(1_000L, 3_000L);
+        // Without the wait the same block goes back to the workers.
+        InlinePolicy q = new InlinePolicy(10_000, () -> -1);
+        time(q, InlinePolicy.SAMPLES, 2_000);
+        assertThat(q.next()).isEqualTo(Switch.TO_INLINE);
+        Switch last = Switch.STAY;
+        for (int i = 0; i < InlinePolicy.BLOCK && last == Switch.STAY; i++) {
+            q.timed(40_000);
+            last = q.next();
+        }
+        assertThat(last).isEqualTo(Switch.TO_WORKERS);
+    }
+
+    @Test
+    void theRunQueueWaitIsReadOnLinux() {
+        long a = RunQueueWait.current();
+        assertThat(a).isGreaterThanOrEqualTo(0); // CI and this project run on Linux
+        assertThat(RunQueueWait.current()).isGreaterThanOrEqualTo(a);
+    }
+
+    @Test
     void zeroMeansAlwaysWorkers() {
-        InlinePolicy p = new InlinePolicy(0);
+        InlinePolicy p = new InlinePolicy(0, () -> -1);
         assertThat(p.timing()).isFalse();
         time(p, InlinePolicy.SAMPLES * 2, 1);
         assertThat(p.next()).isEqualTo(Switch.STAY);

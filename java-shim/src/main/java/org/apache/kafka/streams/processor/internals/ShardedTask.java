@@ -228,12 +228,13 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         switch (inline.next()) {
             case TO_INLINE:
                 drain();
+                inline.drained();
                 StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
                         + "below {}", task.id(), inline.averageNanos() / 1000.0, StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
                 StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
-                        + "each", task.id(), inline.averageNanos() / 1000.0);
+                        + "each", task.id(), inline.lastBlockNanos() / 1000.0);
                 break;
             default:
                 break;
