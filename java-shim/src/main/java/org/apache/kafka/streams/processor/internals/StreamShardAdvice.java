@@ -262,9 +262,10 @@ public final class StreamShardAdvice {
      */
     public static final class BeginTransaction {
         @Advice.OnMethodEnter
-        static java.util.concurrent.locks.ReentrantLock enter(@Advice.This Object producer,
+        static java.util.concurrent.locks.ReentrantLock enter(@Advice.This StreamsProducer producer,
                 @Advice.FieldValue("transactionInFlight") boolean inFlight) {
-            return inFlight ? null : StreamShardInstances.lockBegin(producer);
+            // Without exactly-once there is no transaction to begin: no lock on every send.
+            return inFlight || !producer.eosEnabled() ? null : StreamShardInstances.lockBegin(producer);
         }
 
         @Advice.OnMethodExit(onThrowable = Throwable.class)
