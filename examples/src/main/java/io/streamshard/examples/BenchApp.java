@@ -25,12 +25,15 @@ import org.apache.kafka.streams.kstream.Produced;
  *       value, then to the output and {@code groupByKey().count()} into the counts topic;
  *   <li>{@code window}: after the work, to the output, and a windowed count per key (one window of
  *       1,000 days, so the final count per key is the key's number of records) into the counts topic:
- *       the windowed count is the task's serial region.
+ *       the windowed count is the task's serial region;
+ *   <li>{@code wordcount}: {@code flatMapValues} (one "word" per record, its key, so every count can be
+ *       checked), to the output, and {@code groupBy} the word (a repartition topic) then {@code count}
+ *       into the counts topic.
  * </ul>
  *
  * <pre>
  * BenchApp &lt;bootstrap&gt; &lt;application-id&gt; &lt;input&gt; &lt;output&gt; &lt;counts topic or -&gt;
- *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window]
+ *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window|wordcount]
  * </pre>
  *
  * The system property {@code bench.commit.interval.ms} overrides {@code commit.interval.ms}. Runs
@@ -69,7 +72,20 @@ public final class BenchApp {
                         .mapValues(c -> Long.toString(c))
                         .to(counts, Produced.with(Serdes.String(), Serdes.String()));
             }
-            default -> throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window)");
+            case "wordcount" -> {
+                // Word-count style: split (each record is one word, its key, so that every count is
+                // checkable against the input), regroup by the word (a repartition topic), count.
+                KStream<String, String> words = worked.flatMapValues(v -> java.util.List.of(v));
+                words.to(output, Produced.with(Serdes.String(), Serdes.String()));
+                // Named, so the harness can wait on <application-id>-words-repartition too.
+                words.groupBy((k, v) -> k, org.apache.kafka.streams.kstream.Grouped.with("words", Serdes.String(),
+                                Serdes.String()))
+                        .count()
+                        .toStream()
+                        .mapValues(c -> Long.toString(c))
+                        .to(counts, Produced.with(Serdes.String(), Serdes.String()));
+            }
+            default -> throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window, wordcount)");
         }
         return b.build();
     }
@@ -107,6 +123,12 @@ public final class BenchApp {
         String status = System.getProperty("bench.status.listener", "");
         if (!status.isEmpty()) {
             p.put("streamshard.status.listener", status);
+        }
+        // Any other setting for an experiment: -Dbench.set.<key>=<value> (Streams or streamshard keys).
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("bench.set.")) {
+                p.put(name.substring("bench.set.".length()), System.getProperty(name));
+            }
         }
         String counts = args[4].equals("-") ? null : args[4];
         String shape = args.length > 9 ? args[9] : "copy";
