@@ -16,7 +16,7 @@ use crate::partition::{PartitionProgress, PartitionTracker};
 use crate::sync::{yield_now, AtomicBool, Condvar, Mutex, MutexGuard, LOCK_SPINS, SPIN_LOOKS};
 
 /// How long an out-of-work poller spins before it sleeps.
-const SPIN: Duration = Duration::from_micros(50);
+const SPIN: Duration = Duration::from_micros(10);
 
 /// End of an intrusive list.
 const NIL: u32 = u32::MAX;

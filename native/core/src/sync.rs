@@ -16,9 +16,11 @@ pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 pub(crate) use std::thread::yield_now;
 
 /// Attempts to take the lock by spinning before blocking on it (none under loom, where each
-/// attempt would multiply the interleavings to explore without exercising anything new).
+/// attempt would multiply the interleavings to explore without exercising anything new). Few:
+/// with many workers on two cores the holder is often not running, and spinning then only
+/// delays the futex sleep.
 #[cfg(not(loom))]
-pub(crate) const LOCK_SPINS: u32 = 40;
+pub(crate) const LOCK_SPINS: u32 = 6;
 #[cfg(loom)]
 pub(crate) const LOCK_SPINS: u32 = 0;
 
