@@ -73,9 +73,10 @@ public final class StreamShardConfig extends AbstractConfig {
                     "A parallel task whose records take less than this many microseconds each "
                             + "(a moving average) runs them on its StreamThread instead, one at a "
                             + "time, because handing a record to a worker costs a few microseconds "
-                            + "of CPU; it goes back to the workers when they take more than twice "
-                            + "this. The switch to the StreamThread waits for the task's records on "
-                            + "workers first. 0: always hand records to the workers.")
+                            + "of CPU; it goes back to the workers when a block of 64 of them takes "
+                            + "more than twice this each (without the slowest record and time spent "
+                            + "waiting for a CPU). The switch to the StreamThread waits for the task's "
+                            + "records on workers first. 0: always hand records to the workers.")
             .define(STATUS_LISTENER, Type.STRING, "", Importance.LOW,
                     "host:port of the instance's read-only status listener: gRPC "
                             + "streamshard.v1.Status, GET /api/status (JSON) and GET / (a live page), all "
