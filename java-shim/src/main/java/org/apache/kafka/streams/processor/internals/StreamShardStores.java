@@ -23,6 +23,12 @@ public final class StreamShardStores {
 
     /** The class whose reads are unguarded; any other iterator (an empty one, 4.4's transaction buffer's) is left alone. */
     private static final String UNGUARDED = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore$InMemoryKeyValueIterator";
+    /**
+     * Before Kafka Streams 4.0 the store's range, reverse and prefix methods return the unguarded
+     * iterator inside a {@code DelegatingPeekingKeyValueIterator} (javap of 3.7.2 and 3.9.2), and
+     * only ever that one there (these hooks fire on nothing else); its calls reach no other lock.
+     */
+    private static final String PEEKING = "org.apache.kafka.streams.state.internals.DelegatingPeekingKeyValueIterator";
 
     /**
      * {@code iterator}, its every call made under {@code store}'s monitor, if it is the store's own
@@ -30,7 +36,8 @@ public final class StreamShardStores {
      */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static <K, V> KeyValueIterator<K, V> locked(Object store, KeyValueIterator<K, V> iterator) {
-        if (iterator == null || !iterator.getClass().getName().equals(UNGUARDED)) {
+        String type = iterator == null ? null : iterator.getClass().getName();
+        if (type == null || !(type.equals(UNGUARDED) || type.equals(PEEKING))) {
             return iterator;
         }
         return new Locked(store, iterator);
