@@ -10,6 +10,7 @@ import java.util.Enumeration;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
+import java.util.zip.ZipEntry;
 
 /**
  * The jar's {@code Premain-Class} and {@code Agent-Class}. Compiled for Java 8 and using nothing
@@ -83,7 +84,14 @@ public final class Premain {
                 if (entry.isDirectory() || !shared(name) || name.equals("io/streamshard/agent/Premain.class")) {
                     continue;
                 }
-                out.putNextEntry(new JarEntry(name));
+                // Stored, not deflated: deflating the layer again at every start cost over a
+                // second of CPU.
+                JarEntry copy = new JarEntry(name);
+                copy.setMethod(ZipEntry.STORED);
+                copy.setSize(entry.getSize());
+                copy.setCompressedSize(entry.getSize());
+                copy.setCrc(entry.getCrc());
+                out.putNextEntry(copy);
                 try (InputStream data = in.getInputStream(entry)) {
                     for (int n; (n = data.read(buf)) > 0; ) {
                         out.write(buf, 0, n);
