@@ -746,3 +746,81 @@ fn metrics_longs(m: &streamshard_core::MetricsSnapshot, capacity: usize) -> Vec<
     }
     v
 }
+
+thread_local! {
+    /// This thread's `/proc/thread-self/schedstat`, opened on first use and closed when the
+    /// thread ends; `None` inside once it could not be opened.
+    static SCHEDSTAT: RefCell<Option<Option<std::fs::File>>> = const { RefCell::new(None) };
+}
+
+/// The calling thread's total time runnable but waiting for a CPU (ns): the second number of
+/// `/proc/thread-self/schedstat`, read with one `pread` on a descriptor kept per thread. -1 where
+/// that file cannot be opened or read (not Linux, or no schedstats).
+fn run_queue_wait_ns() -> jlong {
+    use std::os::unix::fs::FileExt;
+    SCHEDSTAT.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let file =
+            slot.get_or_insert_with(|| std::fs::File::open("/proc/thread-self/schedstat").ok());
+        let Some(f) = file.as_ref() else {
+            return -1;
+        };
+        let mut buf = [0u8; 96];
+        let n = match f.read_at(&mut buf, 0) {
+            Ok(n) => n,
+            Err(_) => return -1,
+        };
+        parse_schedstat(&buf[..n]).unwrap_or(-1)
+    })
+}
+
+/// The second field of a schedstat line ("run_ns wait_ns timeslices\n").
+fn parse_schedstat(line: &[u8]) -> Option<jlong> {
+    let text = std::str::from_utf8(line).ok()?;
+    text.split_ascii_whitespace().nth(1)?.parse().ok()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_runQueueWait0<'c>(
+    mut env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+) -> jlong {
+    env.with_env(|_env| -> jni::errors::Result<jlong> { Ok(run_queue_wait_ns()) })
+        .resolve::<ThrowRuntimeExAndDefault>()
+}
+
+#[cfg(test)]
+mod run_queue_tests {
+    use super::*;
+
+    #[test]
+    fn the_second_schedstat_number_is_the_wait() {
+        assert_eq!(parse_schedstat(b"123456 7890 12\n"), Some(7890));
+        assert_eq!(parse_schedstat(b"123456\n"), None);
+        assert_eq!(parse_schedstat(b"a b c"), None);
+    }
+
+    #[test]
+    fn the_wait_is_read_again_on_each_call() {
+        let first = run_queue_wait_ns();
+        if first < 0 {
+            return; // no schedstats on this kernel: the caller's fallback is tested in Java
+        }
+        // Runnable threads competing for fewer CPUs than they are make this one wait.
+        let spin = || {
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_millis(200) {
+                std::hint::black_box(0u64);
+            }
+        };
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let others: Vec<_> = (0..2 * cpus).map(|_| std::thread::spawn(spin)).collect();
+        spin();
+        others.into_iter().for_each(|t| t.join().unwrap());
+        let second = run_queue_wait_ns();
+        assert!(
+            second > first,
+            "a fresh read each call: {first} then {second}"
+        );
+    }
+}

@@ -352,4 +352,15 @@ public final class NativeScheduler implements AutoCloseable {
     private static native void statusPush0(long h, String json);
 
     private static native void statusStop0(long h);
+
+    /**
+     * The calling thread's total time runnable but waiting for a CPU, in ns (Linux's
+     * {@code /proc/thread-self/schedstat}, read with one {@code pread} on a descriptor the native
+     * library keeps per thread); -1 where that is not available. Needs the native library loaded.
+     */
+    public static long runQueueWaitNanos() {
+        return runQueueWait0();
+    }
+
+    private static native long runQueueWait0();
 }
