@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 # The integration tests that run again on the oldest and newest supported Kafka Streams.
-VERSION_ITS="ParallelIT,CrashIT,EosSerialRegionIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
+VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
 OTHER_VERSIONS="3.9.2 4.4.0"
 
 its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams

@@ -5,11 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.streamshard.StreamShard;
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.streams.KafkaStreams;
@@ -31,19 +29,13 @@ class InlineIT {
     private static final int TOTAL = 2 * CHEAP + SLOW;
     private static final int KEYS = 50;
 
-    private static String phase(int i) {
-        return i < CHEAP ? "A" : i < CHEAP + SLOW ? "B" : "C";
-    }
-
     @Test
     void cheapRecordsRunOnTheStreamThreadSlowOnesOnWorkersAndOrderHolds() throws Exception {
         String suffix = Inputs.suffix("inline");
         String input = "inline-in" + suffix;
         String output = "inline-out" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input, output));
-        Map<Integer, Integer> seqs = new HashMap<>();
-        Inputs.produce(BOOTSTRAP, TOTAL, i -> new ProducerRecord<>(input, "k" + (i % KEYS),
-                seqs.merge(i % KEYS, 1, Integer::sum) + "," + phase(i)));
+        Inputs.producePhases(BOOTSTRAP, input, CHEAP, SLOW, KEYS);
 
         Probe probe = new Probe();
         StreamsBuilder b = new StreamsBuilder();

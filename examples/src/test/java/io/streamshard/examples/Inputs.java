@@ -21,6 +21,17 @@ final class Inputs {
         return "-" + name + "-" + Long.toString(System.nanoTime(), 36);
     }
 
+    /**
+     * A cheap phase A ({@code cheap} records), a slow phase B ({@code slow}) and a cheap phase C
+     * again, round-robin over keys {@code k0..k<keys-1>}; values {@code seq,phase} with per-key
+     * sequence numbers 1, 2, 3... (the tests' processors make B slow).
+     */
+    static void producePhases(String bootstrap, String topic, int cheap, int slow, int keys) throws Exception {
+        java.util.Map<Integer, Integer> seqs = new java.util.HashMap<>();
+        produce(bootstrap, 2 * cheap + slow, i -> new ProducerRecord<>(topic, "k" + (i % keys),
+                seqs.merge(i % keys, 1, Integer::sum) + "," + (i < cheap ? "A" : i < cheap + slow ? "B" : "C")));
+    }
+
     static void produce(String bootstrap, int records, IntFunction<ProducerRecord<String, String>> record)
             throws Exception {
         Properties p = new Properties();

@@ -46,6 +46,8 @@ public final class StreamShardAgent {
     static final String APC = P + "AbstractProcessorContext";
     static final String PCI = P + "ProcessorContextImpl";
     static final String IN_MEMORY_KV = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore";
+    static final String CACHING_KV = "org.apache.kafka.streams.state.internals.CachingKeyValueStore";
+    static final String BYTES = "org.apache.kafka.common.utils.Bytes";
     /** Advice classes are named, never loaded: loading one would load the Kafka class it advises. */
     static final String ADVICE = P + "StreamShardAdvice$";
     static final String FRAMES = P + "StreamShardFrames";
@@ -107,6 +109,13 @@ public final class StreamShardAgent {
                     List.of("transactionInFlight")),
             new Hook(APC, "setSystemTimeMs", List.of("long"), ADVICE + "SetSystemTime", List.of()),
             new Hook(APC, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTime", List.of()),
+            new Hook(CACHING_KV, "putInternal", List.of(BYTES, "byte[]"), ADVICE + "CachedWrite",
+                    List.of("streamThread", "flushListener", "sendOldValues", "cacheName", "position")),
+            new Hook(CACHING_KV, "put", List.of(BYTES, "byte[]"), ADVICE + "CachedWriteDone", List.of("streamThread")),
+            new Hook(CACHING_KV, "putIfAbsent", List.of(BYTES, "byte[]"), ADVICE + "CachedWriteDone",
+                    List.of("streamThread")),
+            new Hook(CACHING_KV, "putAll", List.of("java.util.List"), ADVICE + "CachedWriteDone", List.of("streamThread")),
+            new Hook(CACHING_KV, "delete", List.of(BYTES), ADVICE + "CachedWriteDone", List.of("streamThread")),
             new Hook(IN_MEMORY_KV, "getKeyValueIterator", List.of("java.util.Set", "boolean"),
                     ADVICE + "InMemoryIterator", List.of()),
             new Hook(IN_MEMORY_KV, "reverseAll", List.of(), ADVICE + "InMemoryIterator", List.of()),

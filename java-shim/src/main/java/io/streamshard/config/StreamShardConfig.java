@@ -29,6 +29,7 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
     public static final String SERIAL_PROCESSORS = "streamshard.serial.processors";
     public static final String INLINE_BELOW_US = "streamshard.inline.below.us";
+    public static final String CACHING = "streamshard.caching";
     public static final String STATUS_LISTENER = "streamshard.status.listener";
     public static final String STATUS_ALLOW_REMOTE = "streamshard.status.allow.remote";
 
@@ -77,6 +78,14 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "more than twice this each (without the slowest record and time spent "
                             + "waiting for a CPU). The switch to the StreamThread waits for the task's "
                             + "records on workers first. 0: always hand records to the workers.")
+            .define(CACHING, Type.STRING, "keep", ValidString.in("keep", "disable"), Importance.LOW,
+                    "keep: key-value stores keep the caching layer the application asked for (the "
+                            + "default in Kafka Streams): a task running on its StreamThread caches as stock "
+                            + "does, and a record on a worker writes its key through to the store and "
+                            + "forwards the update at once, as an uncached store would. disable: no "
+                            + "key-value store gets a caching layer (every update is forwarded, no store "
+                            + "lock is taken on the workers). Window and session stores never cache "
+                            + "under streamshard.")
             .define(STATUS_LISTENER, Type.STRING, "", Importance.LOW,
                     "host:port of the instance's read-only status listener: gRPC "
                             + "streamshard.v1.Status, GET /api/status (JSON) and GET / (a live page), all "
@@ -167,6 +176,11 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public List<String> serialProcessors() {
         return getList(SERIAL_PROCESSORS);
+    }
+
+    /** Whether key-value stores keep their caching layer ({@link #CACHING} {@code keep}). */
+    public boolean keepCaching() {
+        return getString(CACHING).toLowerCase(Locale.ROOT).equals("keep");
     }
 
     /** {@link #INLINE_BELOW_US} in nanoseconds; 0 if records always go to the workers. */

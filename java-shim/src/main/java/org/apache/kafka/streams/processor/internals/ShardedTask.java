@@ -44,6 +44,13 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
     /** Partition → its number in the scheduler registration; concurrent: the status thread reads it. */
     private final Map<TopicPartition, Integer> partitions = new java.util.concurrent.ConcurrentHashMap<>();
+    /**
+     * Whether the StreamThread may have written the task's cached key-value stores since its last
+     * hand-off: set by every drain and every record run inline, cleared when the next record goes
+     * to a worker, which flushes those caches first (StreamShardStores). Between the set and that
+     * hand-off no record of the task is on a worker. StreamThread only.
+     */
+    private boolean threadMayHaveCached = true;
     /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
     private final InlinePolicy inline;
     private final int maxBacklog;
@@ -197,8 +204,15 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
                 task.streamTime());
         if (runInline()) {
+            threadMayHaveCached = true;
             t.runWhole();
             return true;
+        }
+        if (threadMayHaveCached) {
+            // Nothing of the task is on a worker (see the flag): what its StreamThread left dirty
+            // in the caches is forwarded now, before a worker could write those keys through.
+            task.stateMgr.flushCache();
+            threadMayHaveCached = false;
         }
         if (serialRegion != null) {
             serialRegion.append(t);
@@ -227,10 +241,12 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     private boolean runInline() {
         switch (inline.next()) {
             case TO_INLINE:
+                // The average that decided: the drain's records update it too.
+                long average = inline.averageNanos();
                 drain();
                 inline.drained();
                 StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
-                        + "below {}", task.id(), inline.averageNanos() / 1000.0, StreamShardConfig.INLINE_BELOW_US);
+                        + "below {}", task.id(), average / 1000.0, StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
                 StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
@@ -279,6 +295,9 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
 
     /** Waits for every handed-out record, both regions; rethrows a worker's failure. */
     public void drain() {
+        // Every drain is a barrier after which the StreamThread may run the task's code itself
+        // (a punctuator, a commit's flush, inline records).
+        threadMayHaveCached = true;
         if (shard == null) {
             return;
         }

@@ -310,6 +310,35 @@ public final class StreamShardAdvice {
      * concurrent put (a StreamThread or a worker) can corrupt mid-read: an entry comes back with a
      * null value. The returned iterator takes the store's lock for each of its calls instead.
      */
+    /**
+     * CachingKeyValueStore.putInternal (private) entry, which put, putIfAbsent, putAll and delete
+     * all end in: on any thread but the store's StreamThread the write goes through to the store
+     * and its forward is queued, instead of into the cache (see {@link StreamShardStores#writeThrough}).
+     */
+    public static final class CachedWrite {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This Object store, @Advice.Argument(0) org.apache.kafka.common.utils.Bytes key,
+                @Advice.Argument(1) byte[] value,
+                @Advice.FieldValue("streamThread") Thread streamThread,
+                @Advice.FieldValue("flushListener") Object listener,
+                @Advice.FieldValue("sendOldValues") boolean sendOldValues,
+                @Advice.FieldValue("cacheName") String cacheName,
+                @Advice.FieldValue("position") org.apache.kafka.streams.query.Position position) {
+            return Thread.currentThread() != streamThread
+                    && StreamShardStores.writeThrough(store, key, value, listener, sendOldValues, cacheName, position);
+        }
+    }
+
+    /** CachingKeyValueStore put, putIfAbsent, putAll, delete exit: the queued forwards, outside the store's lock. */
+    public static final class CachedWriteDone {
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.FieldValue("streamThread") Thread streamThread, @Advice.Thrown Throwable thrown) {
+            if (Thread.currentThread() != streamThread) {
+                StreamShardStores.forwardQueued(thrown == null);
+            }
+        }
+    }
+
     public static final class InMemoryIterator {
         @Advice.OnMethodExit
         static void exit(@Advice.This Object store,

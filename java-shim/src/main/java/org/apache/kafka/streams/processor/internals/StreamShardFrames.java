@@ -45,6 +45,11 @@ public final class StreamShardFrames {
         CURRENT.set(null);
     }
 
+    /** The calling thread's frame, whichever context it is for, or null. */
+    static Frame current() {
+        return CURRENT.get();
+    }
+
     /** The calling thread's frame for {@code context}, or null (StreamThread, other contexts). */
     public static Frame of(Object context) {
         Frame f = CURRENT.get();

@@ -231,13 +231,19 @@ public final class StreamShardInstances {
         return BY_STREAMS.containsKey(streams);
     }
 
-    /** InternalTopologyBuilder.rewriteTopology exit: no caching layer on the parallel path. */
+    /**
+     * InternalTopologyBuilder.rewriteTopology exit: window and session stores lose their caching
+     * layer (their nodes run in the serial region, and the layer's evictions would forward other
+     * keys' records there); key-value stores keep it unless {@code streamshard.caching=disable}
+     * ({@link StreamShardStores#writeThrough}).
+     */
     public static void disableCaching(StreamsConfig config, Map<String, StoreFactory> factories) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
         if (!cfg.enabled() || instanceStockReason(config.originals()) != null) {
             return;
         }
-        factories.replaceAll((name, f) -> f.withCachingDisabled());
+        boolean keep = cfg.keepCaching();
+        factories.replaceAll((name, f) -> keep && !f.isWindowStore() ? f : f.withCachingDisabled());
     }
 
     /** Takes (and returns, locked) the lock that serializes beginning a transaction on a producer. */

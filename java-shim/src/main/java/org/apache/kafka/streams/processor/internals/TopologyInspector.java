@@ -118,7 +118,11 @@ public final class TopologyInspector {
     static StoreInfo.Kind kindOf(StateStore store) {
         StoreInfo.Kind kind = StoreInfo.Kind.OTHER;
         for (StateStore layer = store; layer != null; ) {
-            if (layer.getClass().getSimpleName().startsWith("Caching")) {
+            // A key-value store's caching layer writes through on the workers (StreamShardStores);
+            // any other caching layer (window, session, or one streamshard does not know) makes it CACHED.
+            // (4.3's headers variant is a subclass that changes only its queries.)
+            if (layer.getClass().getSimpleName().startsWith("Caching")
+                    && !(layer instanceof org.apache.kafka.streams.state.internals.CachingKeyValueStore)) {
                 return StoreInfo.Kind.CACHED;
             }
             if (layer instanceof VersionedKeyValueStore<?, ?>) {

@@ -379,10 +379,22 @@ class TopologyInspectorTest {
     }
 
     @Test
-    void aCachingLayerMakesItsNodesSerial() throws Exception {
+    void aKeyValueCachingLayerKeepsItsNodesParallel() throws Exception {
+        // The layer writes through on the workers (StreamShardStores), so it is no reason to be serial.
         StreamsBuilder b = new StreamsBuilder();
         slowStep(b).groupByKey().count(Named.as("count"), Materialized.as("counts")).toStream().to("out");
         Classification c = classify(b.build(), 0, true);
-        assertThat(c.nodes().get("count").reason()).isEqualTo("store counts has a caching layer");
+        assertThat(c.mode()).isEqualTo(Mode.PARALLEL);
+        assertThat(c.nodes().get("count").parallel()).isTrue();
+    }
+
+    @Test
+    void aCachedWindowStoreStaysSerial() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        slowStep(b).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("count"), Materialized.as("counts")).toStream().to("out");
+        Classification c = classify(b.build(), 0, true);
+        assertThat(c.nodes().get("count").parallel()).isFalse();
+        assertThat(c.nodes().get("count").reason()).isEqualTo("window store counts");
     }
 }
