@@ -305,12 +305,6 @@ public final class StreamShardAdvice {
     }
 
     /**
-     * InMemoryKeyValueStore.getKeyValueIterator, reverseAll and prefixScan exit: the store's
-     * iterator reads the store's TreeMap on every hasNext/next without the store's lock, which a
-     * concurrent put (a StreamThread or a worker) can corrupt mid-read: an entry comes back with a
-     * null value. The returned iterator takes the store's lock for each of its calls instead.
-     */
-    /**
      * CachingKeyValueStore.putInternal (private) entry, which put, putIfAbsent, putAll and delete
      * all end in: on any thread but the store's StreamThread the write goes through to the store
      * and its forward is queued, instead of into the cache (see {@link StreamShardStores#writeThrough}).
@@ -339,6 +333,12 @@ public final class StreamShardAdvice {
         }
     }
 
+    /**
+     * InMemoryKeyValueStore.getKeyValueIterator, reverseAll and prefixScan exit: the store's
+     * iterator reads the store's TreeMap on every hasNext/next without the store's lock, which a
+     * concurrent put (a StreamThread or a worker) can corrupt mid-read: an entry comes back with a
+     * null value. The returned iterator takes the store's lock for each of its calls instead.
+     */
     public static final class InMemoryIterator {
         @Advice.OnMethodExit
         static void exit(@Advice.This Object store,

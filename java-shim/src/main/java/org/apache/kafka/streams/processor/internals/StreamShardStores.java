@@ -104,16 +104,19 @@ public final class StreamShardStores {
         if (n == 0) {
             return;
         }
-        Object[] pending = q.toArray();
+        // Downstream nodes may write other cached stores on this thread: their calls queue and
+        // forward their own entries, as the list is emptied first. One write (put, delete) is
+        // the common case and needs no copy.
+        Object[] pending = n == 2 ? null : q.toArray();
+        Object listener = q.get(0);
+        Object record = q.get(1);
         q.clear();
         if (!ok) {
             return;
         }
-        // Downstream nodes may write other cached stores on this thread: their calls queue and
-        // forward their own entries, as the list was emptied first.
         for (int i = 0; i < n; i += 2) {
-            ((CacheFlushListener<byte[], byte[]>) pending[i])
-                    .apply((Record<byte[], Change<byte[]>>) pending[i + 1]);
+            ((CacheFlushListener<byte[], byte[]>) (pending == null ? listener : pending[i]))
+                    .apply((Record<byte[], Change<byte[]>>) (pending == null ? record : pending[i + 1]));
         }
     }
 
