@@ -684,11 +684,41 @@ def one_protocol(args, protocol, seconds):
     verify, code = load(run, *verify_args, check=False)
     log(f"verify: {json.dumps(verify)}")
     result = analyse(run, verify, producer)
+    if not result["ok"]:
+        diagnose(run, result)
     result["catch_up_s"] = round(time.time() - t, 1)
     result["samples"] = run.samples
     result["input_seconds"] = seconds
     result["plan"] = plan
     return result
+
+
+def diagnose(run, result):
+    """A failed run, in CI's output: what each instance threw and the first errors of every log,
+    since CI keeps nothing but what the harness prints."""
+    for line in result["uncaught"]:
+        log(f"uncaught: {line}")
+    for f in result["harness_failures"]:
+        log(f"harness failure: {f}")
+    logs = [os.path.join(run.workdir, name, f) for name in sorted(run.instances)
+            for f in sorted(os.listdir(os.path.join(run.workdir, name))) if f.startswith("app-")]
+    env = dict(os.environ, BROKER_PORT=str(run.args.broker_port))
+    broker_dir = env.get("BROKER_DIR", f"/tmp/streamshard-broker-{run.args.broker_port}")
+    logs.append(os.path.join(broker_dir, "logs", "server.log"))
+    for path in logs:
+        try:
+            with open(path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            log(f"{path}: {e}")
+            continue
+        # Each ERROR with the two lines after it (the exception of a multi-line message).
+        errors = [" | ".join(x.strip() for x in lines[i:i + 3])[:700] for i, ln in enumerate(lines)
+                  if " ERROR " in ln or "Exception in thread" in ln]
+        if errors:
+            log(f"{path}: {len(errors)} ERROR lines; the first and last:")
+            for ln in errors[:6] + (["..."] + errors[-4:] if len(errors) > 10 else errors[6:]):
+                print("    " + ln, flush=True)
 
 
 def broker_down(run):
