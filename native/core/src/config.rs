@@ -19,6 +19,12 @@ pub struct SchedulerConfig {
     /// default times one record in 8: the distributions stay representative at a fraction of
     /// the cost.
     pub timing_sample_shift: u8,
+    /// A record that becomes ready wakes no sleeping poller while `ready × wake_defer_ratio ≤
+    /// running`: one of the running records' workers takes it when it finishes, after on average
+    /// `1 / wake_defer_ratio` of a record's run time (the ready records wait for the soonest of
+    /// `running` finishing ones). That saves a futex wake-up and a context switch per record when
+    /// workers are many and the submitter is the bottleneck. 0 = always wake (no deferral).
+    pub wake_defer_ratio: u32,
 }
 
 impl Default for SchedulerConfig {
@@ -29,6 +35,7 @@ impl Default for SchedulerConfig {
             max_tasks: 4_096,
             max_partitions_per_task: 1_024,
             timing_sample_shift: 3,
+            wake_defer_ratio: 16,
         }
     }
 }

@@ -38,7 +38,9 @@
 //! itself in `idle_pollers` and waits on `work_cv`. Whoever makes a task's first record ready
 //! (submit, or the completion that unblocks a key) signals one idle poller unless one is
 //! spinning; a poller that leaves more ready work behind signals the next one, so wake-ups chain
-//! without a thundering herd. A completion that leaves its task with nothing running wakes the
+//! without a thundering herd. Both wake-ups are deferred while enough records run that one of
+//! their workers will take the work soon (`SchedulerConfig::wake_defer_ratio`); `complete` and
+//! `fail` alone, whose callers do not poll next, never defer. A completion that leaves its task with nothing running wakes the
 //! drain waiters when there are any. Whom to wake is decided under the lock; the signal is sent
 //! after releasing it. The hint is only a hint: the spinner re-takes the lock and re-checks
 //! before it takes work or sleeps, and it stays `spinning` until then, so a submitter that

@@ -246,6 +246,10 @@ struct State {
     idle_pollers: u32,
     /// A poller is spinning outside the lock, watching `ready_hint` (at most one at a time).
     spinning: bool,
+    /// Ready work is in the ring that no sleeping poller was woken for, because running
+    /// records' workers were to take it (`defer_wake`). While set, every record made ready
+    /// checks again whether to wake one; cleared by a wake-up and when the ring empties.
+    wake_deferred: bool,
     drain_waiters: u32,
     /// Submitters blocked in `wait_for_room`.
     room_waiters: u32,
@@ -346,6 +350,7 @@ impl Scheduler {
             running: 0,
             idle_pollers: 0,
             spinning: false,
+            wake_deferred: false,
             drain_waiters: 0,
             room_waiters: 0,
             room_global_want: 0,
@@ -785,6 +790,9 @@ impl Scheduler {
             ring_tail,
             idle_pollers,
             spinning,
+            unfinished,
+            running,
+            wake_deferred,
             ..
         } = st;
         let Some(t) = tasks[ti as usize].as_mut() else {
@@ -799,13 +807,45 @@ impl Scheduler {
             slots[t.ready_tail as usize].next = slot;
         }
         t.ready_tail = slot;
-        if !t.in_ring && t.failure.is_none() {
+        if t.failure.is_some() {
+            return false;
+        }
+        if !t.in_ring {
             ring_push(ring_head, ring_tail, tasks, ti);
             self.ready_hint.store(true, Relaxed);
-            // A spinning poller will see the hint; otherwise wake a sleeping one.
-            return *idle_pollers > 0 && !*spinning;
+        } else if !*wake_deferred {
+            // Whoever put the task into the ring woke a poller for it (or one was spinning, or
+            // none was idle); wake-ups chain from there.
+            return false;
         }
-        false
+        // A spinning poller will see the hint; otherwise wake a sleeping one, unless a running
+        // record's worker will take it soon.
+        if *idle_pollers == 0 || *spinning {
+            return false;
+        }
+        let defer = self.defer_wake(*unfinished, *running);
+        *wake_deferred = defer;
+        !defer
+    }
+
+    /// Whether ready work may wait for a running record's worker instead of waking a sleeping
+    /// poller: `queued × wake_defer_ratio ≤ running` (`queued` counts every record not running,
+    /// ready or behind its key, so it never under-counts the ready ones). Safe for progress:
+    /// it needs `running > 0`, and every worker polls again after it completes
+    /// (`complete_and_poll`); `complete` and `fail` alone wake without deferral
+    /// ([`Self::wake_leftover`]).
+    fn defer_wake(&self, unfinished: u32, running: u32) -> bool {
+        let ratio = self.config.wake_defer_ratio;
+        let queued = unfinished - running;
+        ratio > 0 && running > 0 && (queued as u64) * (ratio as u64) <= running as u64
+    }
+
+    /// After `complete` or `fail` (whose caller does not poll next): a sleeping poller for any
+    /// ready work, deferred or not, so no ready record waits on a worker that will not come.
+    fn wake_leftover(st: &mut State) -> bool {
+        let wake = st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning;
+        st.wake_deferred &= !wake;
+        wake
     }
 
     /// Signals after the lock is released.
@@ -881,6 +921,9 @@ impl Scheduler {
             self.publish_totals(st);
         }
         self.ready_hint.store(st.ring_head != NIL, Relaxed);
+        if st.ring_head == NIL {
+            st.wake_deferred = false;
+        }
         n
     }
 
@@ -913,6 +956,7 @@ impl Scheduler {
             }
         }
         if max == 0 {
+            wake.work |= Self::wake_leftover(&mut st);
             drop(st);
             self.signal(wake);
             return Ok(0);
@@ -929,8 +973,14 @@ impl Scheduler {
             }
             let n = self.take_ready(&mut st, out, max);
             if n > 0 {
-                // Chain the wake-up: more ready work than this poller took.
+                // Chain the wake-up: more ready work than this poller took, more than the
+                // running records' workers will take soon.
                 wake.work = st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning;
+                if wake.work {
+                    let defer = self.defer_wake(st.unfinished, st.running);
+                    wake.work = !defer;
+                    st.wake_deferred = defer;
+                }
                 drop(st);
                 self.signal(wake);
                 return Ok(n);
@@ -988,7 +1038,8 @@ impl Scheduler {
     /// becomes ready.
     pub fn complete(&self, slot: u32) -> Result<(), Error> {
         let mut st = self.lock();
-        let wake = self.finish(&mut st, slot, None)?;
+        let mut wake = self.finish(&mut st, slot, None)?;
+        wake.work |= Self::wake_leftover(&mut st);
         drop(st);
         self.signal(wake);
         Ok(())
@@ -999,7 +1050,8 @@ impl Scheduler {
     /// its queued ones; the failed offset holds the partition's watermark. No retry.
     pub fn fail(&self, slot: u32, message: &str) -> Result<(), Error> {
         let mut st = self.lock();
-        let wake = self.finish(&mut st, slot, Some(message))?;
+        let mut wake = self.finish(&mut st, slot, Some(message))?;
+        wake.work |= Self::wake_leftover(&mut st);
         drop(st);
         self.signal(wake);
         Ok(())

@@ -16,13 +16,16 @@ use streamshard_core::{Error, Scheduler, SchedulerConfig, TaskHandle, TaskId, Ta
 
 const FOREVER: Duration = Duration::from_secs(3600);
 
-fn setup() -> (Arc<Scheduler>, TaskHandle) {
+/// `wake_defer_ratio`: 0 wakes a sleeping worker for every task that gets ready work (the tests
+/// that need records to run at once); 1 lets one ready record wait for one running record.
+fn setup(wake_defer_ratio: u32) -> (Arc<Scheduler>, TaskHandle) {
     let s = Scheduler::new(SchedulerConfig {
         max_inflight: 4,
         max_inflight_per_task: 4,
         max_tasks: 2,
         max_partitions_per_task: 1,
         timing_sample_shift: 0,
+        wake_defer_ratio,
     })
     .unwrap();
     let t = s
@@ -74,13 +77,19 @@ fn worker(
     }
 }
 
-fn run(records: &'static [(u32, u64)], workers: usize, key_of: fn(u32) -> u32, meet: u32) {
+fn run(
+    records: &'static [(u32, u64)],
+    workers: usize,
+    key_of: fn(u32) -> u32,
+    meet: u32,
+    wake_defer_ratio: u32,
+) {
     // A bound of two preemptions per execution finds the classic lost-wake-up orderings and
     // keeps the search to seconds.
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
     builder.check(move || {
-        let (s, t) = setup();
+        let (s, t) = setup(wake_defer_ratio);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
         let pool: Vec<_> = (0..workers)
@@ -105,20 +114,20 @@ fn run(records: &'static [(u32, u64)], workers: usize, key_of: fn(u32) -> u32, m
 
 #[test]
 fn two_keys_two_workers_submit_wakes_a_sleeping_worker() {
-    run(&[(0, 0), (1, 1)], 2, |slot| slot, 0);
+    run(&[(0, 0), (1, 1)], 2, |slot| slot, 0, 0);
 }
 
 #[test]
 fn two_keys_two_workers_run_at_once() {
     // The first worker takes one record and leaves one behind: it must wake the other worker
     // (or the other must find it), or the two never run together.
-    run(&[(0, 0), (1, 1)], 2, |slot| slot, 2);
+    run(&[(0, 0), (1, 1)], 2, |slot| slot, 2, 0);
 }
 
 #[test]
 fn one_key_completion_hands_the_next_record_over() {
     // Both records of key 0: the second becomes ready only when the first completes.
-    run(&[(0, 0), (1, 0)], 2, |_| 0, 0);
+    run(&[(0, 0), (1, 0)], 2, |_| 0, 0, 0);
 }
 
 #[test]
@@ -127,6 +136,7 @@ fn one_worker_three_records_chain() {
         &[(0, 0), (1, 1), (2, 0)],
         1,
         |slot| if slot == 1 { 1 } else { 0 },
+        0,
         0,
     );
 }
@@ -138,7 +148,7 @@ fn a_submitter_at_its_cap_is_woken_by_a_completion() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
     builder.check(|| {
-        let (s, t) = setup();
+        let (s, t) = setup(0);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
         for i in 0..4u32 {
@@ -156,6 +166,48 @@ fn a_submitter_at_its_cap_is_woken_by_a_completion() {
         let _ = free;
         s.drain(&[t], FOREVER).unwrap();
         assert_eq!(ran.load(SeqCst), 5);
+        s.shutdown();
+        w.join().unwrap();
+    });
+}
+
+#[test]
+fn deferred_work_is_taken_by_the_running_worker() {
+    // Ratio 1: the second record may become ready while the first runs and the other worker
+    // sleeps; no one wakes that worker, so the first one must take the record when it finishes
+    // (a deferral that loses it deadlocks). The same with three records and one key between.
+    run(&[(0, 0), (1, 1)], 2, |slot| slot, 0, 1);
+    run(
+        &[(0, 0), (1, 1), (2, 0)],
+        2,
+        |slot| if slot == 1 { 1 } else { 0 },
+        0,
+        1,
+    );
+}
+
+#[test]
+fn complete_alone_wakes_a_worker_for_deferred_work() {
+    // This thread runs record 0 as a worker would, but ends it with `complete` and never polls
+    // again: the record that became ready meanwhile (deferred while record 0 ran) must get a
+    // sleeping worker woken, or the drain never returns.
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let (s, t) = setup(1);
+        let held = Arc::new(AtomicU32::new(0));
+        let ran = Arc::new(AtomicU32::new(0));
+        s.submit(t, 0, 0, Some(0), 0).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(s.poll(&mut out, 1, Duration::ZERO).unwrap(), 1);
+        let w = {
+            let (s, held, ran) = (s.clone(), held.clone(), ran.clone());
+            thread::spawn(move || worker(s, held, ran, |slot| slot, 0))
+        };
+        s.submit(t, 0, 1, Some(1), 1).unwrap();
+        s.complete(out[0]).unwrap();
+        s.drain(&[t], FOREVER).unwrap();
+        assert_eq!(ran.load(SeqCst), 1);
         s.shutdown();
         w.join().unwrap();
     });

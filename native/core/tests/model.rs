@@ -141,6 +141,9 @@ impl Model {
             max_tasks: 4,
             max_partitions_per_task: PARTITIONS,
             timing_sample_shift: 0,
+            // Every deferral path runs: with ratio 1 a ready record waits for a running one
+            // whenever as many run as wait.
+            wake_defer_ratio: 1,
         })
         .unwrap();
         let tasks = (0..TASKS)

@@ -82,6 +82,9 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
         sched: Scheduler::new(SchedulerConfig {
             max_inflight: SLOTS_PER_SUBMITTER * SUBMITTERS as u32,
             max_inflight_per_task: 64,
+            // With 3 pollers the default ratio never defers; 1 defers whenever as many records
+            // run as wait, so deferred wake-ups run under real contention too.
+            wake_defer_ratio: 1,
             ..SchedulerConfig::default()
         })
         .unwrap(),

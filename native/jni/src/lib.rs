@@ -155,6 +155,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_create0<'c>
             max_tasks: v[2],
             max_partitions_per_task: v[3],
             timing_sample_shift: shift.min(255) as u8,
+            ..SchedulerConfig::default()
         };
         match Scheduler::new(config) {
             Ok(s) => Ok(Box::into_raw(Box::new(Native {

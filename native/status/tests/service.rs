@@ -20,6 +20,7 @@ fn scheduler() -> Arc<Scheduler> {
             max_tasks: 8,
             max_partitions_per_task: 4,
             timing_sample_shift: 0,
+            ..SchedulerConfig::default()
         })
         .unwrap(),
     )
