@@ -22,7 +22,7 @@ ROLES = [  # first match wins, on any frame of the stack
 FRAMES = [
     ("scheduler JNI calls (NativeScheduler.*)", "io/streamshard/scheduler/NativeScheduler."),
     ("  of which blocked-wait wake-ups in the kernel", "futex"),
-    ("StreamShardRuntime.submit (StreamThread hand-off)", "StreamShardRuntime.submit"),
+    ("ShardedTask.submit (StreamThread hand-off)", "processor/internals/ShardedTask.submit"),
     ("processor chain (SourceNode.process)", "org/apache/kafka/streams/processor/internals/SourceNode.process"),
     ("KafkaProducer.send", "org/apache/kafka/clients/producer/KafkaProducer.send"),
     ("metrics (Sensor.record)", "org/apache/kafka/common/metrics/Sensor.record"),
@@ -38,6 +38,8 @@ def main(path, records=None):
     frames = collections.Counter()
     under = collections.defaultdict(collections.Counter)
     total = 0
+    handoff = 0  # workers outside the processor chain, and the StreamThread's submit outside it
+    chain = "org/apache/kafka/streams/processor/internals/SourceNode.process"
     with open(path) as f:
         for line in f:
             stack, _, n = line.rstrip().rpartition(" ")
@@ -45,6 +47,9 @@ def main(path, records=None):
             total += n
             role = next((r for r, p in ROLES if p in stack), "other")
             roles[role] += n
+            if chain not in stack and (role == "streamshard workers" or (
+                    role == "StreamThread" and "processor/internals/ShardedTask.submit" in stack)):
+                handoff += n
             for label, p in FRAMES:
                 if p in stack:
                     frames[label] += n
@@ -60,6 +65,8 @@ def main(path, records=None):
         c = frames[label]
         by = ", ".join(f"{r} {100 * x / total:.1f}%" for r, x in under[label].most_common(3))
         print(f"  {fmt(c)}  {label}" + (f"  [{by}]" if c else ""))
+    print("\nthe hand-off (workers outside the processor chain, and ShardedTask.submit outside it):")
+    print(f"  {fmt(handoff)}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ output with `streamshard-load verify`. It writes results.json, results.md and re
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOAD = os.environ.get("STREAMSHARD_LOAD", os.path.join(ROOT, "target", "release", "streamshard-load"))
 VERSION = "0.1.0-SNAPSHOT"
-AGENT = os.path.join(ROOT, "java-shim", "target", f"streamshard-{VERSION}.jar")
+# STREAMSHARD_AGENT: another agent jar (an A/B run of two builds on one broker).
+AGENT = os.environ.get("STREAMSHARD_AGENT") or os.path.join(ROOT, "java-shim", "target", f"streamshard-{VERSION}.jar")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -429,11 +431,16 @@ def main():
     ap.add_argument("--report-only", action="store_true",
                     help="only rewrite results.md and results.png from the results.json in --out")
     ap.add_argument("--brokers", default=os.environ.get("STREAMSHARD_BOOTSTRAP", "127.0.0.1:9092"))
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiply every input by this (longer runs for steady-state CPU per record)")
     a = ap.parse_args()
     BROKERS = a.brokers
     if a.out is None:
         a.out = os.path.join(ROOT, "target", "bench-quick") if a.quick else os.path.join(ROOT, "docs", "benchmarks")
     scns = [s for s in scenarios(a.quick) if s.engines]
+    if a.scale != 1.0:
+        scns = [dataclasses.replace(s, records=int(s.records * a.scale),
+                                    stock_records=int(s.stock_records * a.scale)) for s in scns]
     if a.only:
         wanted = a.only.split(",")
         unknown = set(wanted) - {s.name for s in scns}
