@@ -849,7 +849,7 @@ def main():
     ap.add_argument("--broker-down-max", type=float, default=25.0,
                     help="a broker outage lasts request.timeout.ms + 5 s up to request.timeout.ms + this")
     ap.add_argument("--catch-up-s", type=int, default=600)
-    ap.add_argument("--broker-port", type=int, default=39292)
+    ap.add_argument("--broker-port", type=int, default=19292)
     ap.add_argument("--stock", action="store_true",
                     help="run the app without the agent: the same faults on stock Kafka Streams, to tell its "
                          "behavior from streamshard's (the checks are the same; no task is parallel)")

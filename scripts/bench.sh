@@ -11,7 +11,7 @@ cargo build --release -p streamshard-load
 mvn -B -q --no-transfer-progress package -DskipTests
 python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
 step "local Kafka broker"
-export BROKER_PORT="${BROKER_PORT:-39093}"
+export BROKER_PORT="${BROKER_PORT:-19192}"
 . scripts/lib/broker.sh
 step "benchmark"
 python3 bench/run.py --brokers "$STREAMSHARD_BOOTSTRAP" "$@"

@@ -2,7 +2,7 @@
 # The torture test: three instances with the agent under overlapping faults (kill -9, rolling
 # restart, an instance joining and leaving, a stream thread removed and re-added, the broker
 # stopped and resumed, unpaced bursts), then a strict verification of the output by the Rust load
-# tool. It starts and stops its own broker (on TORTURE_BROKER_PORT, default 39292).
+# tool. It starts and stops its own broker (on TORTURE_BROKER_PORT, default 19292).
 #
 #   bash scripts/torture.sh [--minutes N] [--guarantee alos|eos] [--protocol classic|streams|both]
 #                           [--seed S] [--short] [--report-dir DIR] [--no-build]
@@ -43,4 +43,4 @@ cp examples/target/streamshard-examples-0.1.0-SNAPSHOT.jar "$copy/examples.jar"
 classpath="$copy/examples.jar:$(cat examples/target/classpath.txt)"
 
 python3 bench/torture.py --agent "$copy/agent.jar" --classpath "$classpath" \
-  --broker-port "${TORTURE_BROKER_PORT:-39292}" "${args[@]}"
+  --broker-port "${TORTURE_BROKER_PORT:-19292}" "${args[@]}"

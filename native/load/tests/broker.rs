@@ -3,8 +3,8 @@
 //! and verify, once with a complete copy and once with a record dropped.
 //!
 //! Runs only when `STREAMSHARD_BOOTSTRAP` names a broker, e.g. after
-//! `BROKER_PORT=39092 bash tests/broker/broker.sh start`:
-//! `STREAMSHARD_BOOTSTRAP=127.0.0.1:39092 cargo test -p streamshard-load --test broker`.
+//! `BROKER_PORT=19392 bash tests/broker/broker.sh start`:
+//! `STREAMSHARD_BOOTSTRAP=127.0.0.1:19392 cargo test -p streamshard-load --test broker`.
 
 use std::collections::HashMap;
 use std::process::Command;
