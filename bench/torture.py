@@ -702,8 +702,7 @@ def diagnose(run, result):
         log(f"harness failure: {f}")
     logs = [os.path.join(run.workdir, name, f) for name in sorted(run.instances)
             for f in sorted(os.listdir(os.path.join(run.workdir, name))) if f.startswith("app-")]
-    env = dict(os.environ, BROKER_PORT=str(run.args.broker_port))
-    broker_dir = env.get("BROKER_DIR", f"/tmp/streamshard-broker-{run.args.broker_port}")
+    broker_dir = os.environ.get("BROKER_DIR", f"/tmp/streamshard-broker-{run.args.broker_port}")
     logs.append(os.path.join(broker_dir, "logs", "server.log"))
     for path in logs:
         try:

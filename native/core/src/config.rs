@@ -19,10 +19,10 @@ pub struct SchedulerConfig {
     /// default times one record in 8: the distributions stay representative at a fraction of
     /// the cost.
     pub timing_sample_shift: u8,
-    /// A record that becomes ready wakes no sleeping poller while `ready × wake_defer_ratio ≤
-    /// running`: one of the running records' workers takes it when it finishes, after on average
-    /// `1 / wake_defer_ratio` of a record's run time (the ready records wait for the soonest of
-    /// `running` finishing ones). That saves a futex wake-up and a context switch per record when
+    /// A record that becomes ready wakes no sleeping poller while `queued × wake_defer_ratio ≤
+    /// running` (`queued`: unfinished records not running, ready or behind their key): one of
+    /// the running records' workers takes it when it finishes, after on average
+    /// `1 / wake_defer_ratio` of a record's run time. That saves a futex wake-up and a context switch per record when
     /// workers are many and the submitter is the bottleneck. 0 = always wake (no deferral).
     pub wake_defer_ratio: u32,
 }

@@ -40,8 +40,8 @@
 //! spinning; a poller that leaves more ready work behind signals the next one, so wake-ups chain
 //! without a thundering herd. Both wake-ups are deferred while enough records run that one of
 //! their workers will take the work soon (`SchedulerConfig::wake_defer_ratio`); `complete` and
-//! `fail` alone, whose callers do not poll next, never defer. A completion that leaves its task with nothing running wakes the
-//! drain waiters when there are any. Whom to wake is decided under the lock; the signal is sent
+//! `fail` alone, whose callers do not poll next, never defer. A completion that leaves its task
+//! with nothing running wakes the drain waiters when there are any. Whom to wake is decided under the lock; the signal is sent
 //! after releasing it. The hint is only a hint: the spinner re-takes the lock and re-checks
 //! before it takes work or sleeps, and it stays `spinning` until then, so a submitter that
 //! skipped the signal because of it cannot lose a wake-up. `tests/loom.rs` model-checks this

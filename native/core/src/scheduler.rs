@@ -836,14 +836,19 @@ impl Scheduler {
     /// ([`Self::wake_leftover`]).
     fn defer_wake(&self, unfinished: u32, running: u32) -> bool {
         let ratio = self.config.wake_defer_ratio;
-        let queued = unfinished - running;
+        let queued = unfinished.saturating_sub(running);
         ratio > 0 && running > 0 && (queued as u64) * (ratio as u64) <= running as u64
+    }
+
+    /// Whether there is ready work, a sleeping poller for it, and no spinning one that will see it.
+    fn sleeper_for_ready(st: &State) -> bool {
+        st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning
     }
 
     /// After `complete` or `fail` (whose caller does not poll next): a sleeping poller for any
     /// ready work, deferred or not, so no ready record waits on a worker that will not come.
     fn wake_leftover(st: &mut State) -> bool {
-        let wake = st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning;
+        let wake = Self::sleeper_for_ready(st);
         st.wake_deferred &= !wake;
         wake
     }
@@ -975,8 +980,7 @@ impl Scheduler {
             if n > 0 {
                 // Chain the wake-up: more ready work than this poller took, more than the
                 // running records' workers will take soon.
-                wake.work = st.ring_head != NIL && st.idle_pollers > 0 && !st.spinning;
-                if wake.work {
+                if Self::sleeper_for_ready(&st) {
                     let defer = self.defer_wake(st.unfinished, st.running);
                     wake.work = !defer;
                     st.wake_deferred = defer;

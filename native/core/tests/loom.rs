@@ -77,6 +77,25 @@ fn worker(
     }
 }
 
+/// Model-checks `f`. A bound of two preemptions per execution finds the classic lost-wake-up
+/// orderings and keeps the search to seconds.
+fn check(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(f);
+}
+
+/// A [`worker`] thread on its own clones of the shared state.
+fn spawn_worker(
+    s: &Arc<Scheduler>,
+    held: &Arc<AtomicU32>,
+    ran: &Arc<AtomicU32>,
+    key_of: fn(u32) -> u32,
+) -> thread::JoinHandle<()> {
+    let (s, held, ran) = (s.clone(), held.clone(), ran.clone());
+    thread::spawn(move || worker(s, held, ran, key_of, 0))
+}
+
 fn run(
     records: &'static [(u32, u64)],
     workers: usize,
@@ -84,11 +103,7 @@ fn run(
     meet: u32,
     wake_defer_ratio: u32,
 ) {
-    // A bound of two preemptions per execution finds the classic lost-wake-up orderings and
-    // keeps the search to seconds.
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(move || {
+    check(move || {
         let (s, t) = setup(wake_defer_ratio);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
@@ -145,19 +160,14 @@ fn one_worker_three_records_chain() {
 fn a_submitter_at_its_cap_is_woken_by_a_completion() {
     // The task is at its cap (4 of 4): the submitter waits for room; the worker's completion
     // must wake it (a lost wake-up deadlocks), and the record it then submits runs too.
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(|| {
+    check(|| {
         let (s, t) = setup(0);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
         for i in 0..4u32 {
             s.submit(t, 0, i as i64, Some(i as u64), i).unwrap();
         }
-        let w = {
-            let (s, held, ran) = (s.clone(), held.clone(), ran.clone());
-            thread::spawn(move || worker(s, held, ran, |slot| slot % 4, 0))
-        };
+        let w = spawn_worker(&s, &held, &ran, |slot| slot % 4);
         assert!(s.wait_for_room(&[t], FOREVER).unwrap());
         // Room means a place is free; the slot of a finished record is free again.
         let free = (0..4u32)
@@ -191,19 +201,14 @@ fn complete_alone_wakes_a_worker_for_deferred_work() {
     // This thread runs record 0 as a worker would, but ends it with `complete` and never polls
     // again: the record that became ready meanwhile (deferred while record 0 ran) must get a
     // sleeping worker woken, or the drain never returns.
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(|| {
+    check(|| {
         let (s, t) = setup(1);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
         s.submit(t, 0, 0, Some(0), 0).unwrap();
         let mut out = Vec::new();
         assert_eq!(s.poll(&mut out, 1, Duration::ZERO).unwrap(), 1);
-        let w = {
-            let (s, held, ran) = (s.clone(), held.clone(), ran.clone());
-            thread::spawn(move || worker(s, held, ran, |slot| slot, 0))
-        };
+        let w = spawn_worker(&s, &held, &ran, |slot| slot);
         s.submit(t, 0, 1, Some(1), 1).unwrap();
         s.complete(out[0]).unwrap();
         s.drain(&[t], FOREVER).unwrap();
