@@ -62,9 +62,10 @@ class InlineIT {
         assertThat(probe.processed.get()).isEqualTo(TOTAL);
         assertThat(Demo.readAll(BOOTSTRAP, output, new StringDeserializer())).hasSize(TOTAL);
         assertThat(probe.ranOn).as("records per phase and thread").satisfies(m -> {
-            // Every task starts on the workers, moves to its StreamThread once 256 records were
-            // cheap, back to the workers at the first slow one, and to the StreamThread again.
-            assertThat(probe.ran("A:worker")).isPositive();
+            // Every task starts on its StreamThread, goes to the workers after its first slow
+            // records, and back to the StreamThread (a drain first) once 256 records were cheap.
+            // Phase A may visit the workers too, if the JIT made its first records slow while a
+            // core was spare.
             assertThat(probe.ran("A:StreamThread")).isPositive();
             assertThat(probe.ran("B:worker")).isPositive();
             assertThat(probe.ran("C:StreamThread")).isPositive();

@@ -3,20 +3,29 @@ package io.streamshard.runtime;
 /**
  * When a task runs its records on its StreamThread instead of handing them to workers: while
  * they take less than {@code below} ns each (a moving average), the hand-off costs more than it
- * gives. Going inline needs a drain first (records on workers must finish), so it waits for
- * {@link #SAMPLES} timed records. Going back needs no wait; it is decided over blocks of
- * {@link #BLOCK} inline records, without the block's slowest one: one stall (a GC pause, a
- * transaction begun, a cold code path) must not send a cheap task to the workers, which would cost
- * a hand-off per record and, {@link #SAMPLES} records later, a drain to come back. The block ends
- * early once its time without the slowest record is more than a full block at twice the mark
- * would take, so records that became slow go back after two of them, not after a block. The
- * StreamThread calls {@link #next}; any thread calls {@link #timed}.
+ * gives. A task starts inline (nothing of it is on a worker yet, so no drain is needed) and goes
+ * to the workers once its records are slow. Going back inline needs a drain first (records on
+ * workers must finish), so it waits for {@link #SAMPLES} timed records. Going to the workers needs
+ * no wait; it is decided over blocks of {@link #BLOCK} inline records, without the block's slowest
+ * one: one stall (a GC pause, a transaction begun, a cold code path) must not send a cheap task to
+ * the workers, which would cost a hand-off per record and, {@link #SAMPLES} records later, a drain
+ * to come back. The block ends early once its time without the slowest record is more than a full
+ * block at twice the mark would take, so records that became slow go back after two of them, not
+ * after a block.
+ *
+ * <p>A slow block whose StreamThread was on the CPU nearly all the time (its records compute,
+ * they do not wait) goes to the workers only if the machine has a spare core to run them on:
+ * with every core busy (the JIT compiling a young JVM's code, which makes cheap records slow for
+ * seconds) a hand-off buys no parallelism and costs CPU. The StreamThread calls {@link #next};
+ * any thread calls {@link #timed}.
  */
 public final class InlinePolicy {
     /** Records timed before a task may go inline. */
     public static final int SAMPLES = 256;
     /** Inline records per decision to go back to the workers. */
     public static final int BLOCK = 64;
+    /** A block computed if its StreamThread was on the CPU at least this share of the time it could have been. */
+    static final double COMPUTING = 0.6;
 
     /** What the caller must do for this record. */
     public enum Switch {
@@ -30,6 +39,8 @@ public final class InlinePolicy {
 
     private final long below;
     private boolean inline;
+    /** Whether the current block's start was read on the StreamThread (the first {@link #next} reads it). */
+    private boolean blockOpen;
     /** Moving average of the run time, ns (-1: none yet); written racily by the threads that run records. */
     private volatile long avgNanos = -1;
     /** Records timed since the last switch. */
@@ -40,23 +51,30 @@ public final class InlinePolicy {
     private int blockCount;
     /** The last block's mean without its slowest record, ns (-1: none yet). */
     private long lastBlockNanos = -1;
-    /** The StreamThread's run-queue wait when the block began, ns (-1: not known). */
+    /** The StreamThread's run-queue wait and CPU time when the block began, ns (-1: not known), and the clock. */
     private long blockWaitStart = -1;
-    private final java.util.function.LongSupplier runQueueWait;
+    private long blockCpuStart = -1;
+    private long blockWallStart;
+    private double lastCpuShare = -1;
+    /** Slow blocks kept inline because they computed and no core was spare. */
+    private long keptComputing;
+    private final CpuSignals signals;
 
     /** @param belowNanos the mark; 0 or less: never inline */
     public InlinePolicy(long belowNanos) {
-        this(belowNanos, RunQueueWait::current);
+        this(belowNanos, CpuSignals.SYSTEM);
     }
 
     /**
-     * @param runQueueWait the calling thread's total time waiting for a CPU, ns, or -1 if unknown:
-     *     a block's records ran on the StreamThread, and time it spent runnable but not running
-     *     (two cores shared with the JIT, the producer, the broker) is not the records' own
+     * @param signals the calling thread's run-queue wait (a block's records ran on the StreamThread,
+     *     and time it spent runnable but not running, with two cores shared with the JIT, the
+     *     producer and the broker, is not the records' own), its CPU time, and the machine's spare
+     *     cores
      */
-    InlinePolicy(long belowNanos, java.util.function.LongSupplier runQueueWait) {
+    InlinePolicy(long belowNanos, CpuSignals signals) {
         this.below = belowNanos;
-        this.runQueueWait = runQueueWait;
+        this.signals = signals;
+        this.inline = belowNanos > 0;
     }
 
     /** Whether run times are wanted at all. */
@@ -85,13 +103,43 @@ public final class InlinePolicy {
         blockSum = 0;
         blockMax = 0;
         blockCount = 0;
-        blockWaitStart = runQueueWait.getAsLong();
+        blockWaitStart = signals.runQueueWait();
+        blockCpuStart = signals.threadCpu();
+        blockWallStart = signals.nanoTime();
+        blockOpen = true;
+    }
+
+    /**
+     * The share of the block's wall time, less its run-queue wait, that the StreamThread spent on
+     * the CPU; -1 where its CPU time is not known.
+     */
+    private double cpuShare() {
+        long cpu = blockCpuStart < 0 ? -1 : signals.threadCpu();
+        if (cpu < blockCpuStart) {
+            return -1;
+        }
+        long busy = signals.nanoTime() - blockWallStart;
+        long wait = blockWaitStart < 0 ? -1 : signals.runQueueWait();
+        if (wait >= blockWaitStart && blockWaitStart >= 0) {
+            busy -= wait - blockWaitStart;
+        }
+        return busy <= 0 ? -1 : (double) (cpu - blockCpuStart) / busy;
+    }
+
+    /** The CPU share of the last slow block (see {@link #cpuShare}), -1 if none or not known. */
+    public double lastCpuShare() {
+        return lastCpuShare;
+    }
+
+    /** Slow blocks kept on the StreamThread because they computed on a machine with no spare core. */
+    public long keptComputing() {
+        return keptComputing;
     }
 
     /** The block's time without its slowest record and without the thread's run-queue wait. */
     private long blockTime() {
         long t = blockSum - blockMax;
-        long now = blockWaitStart < 0 ? -1 : runQueueWait.getAsLong();
+        long now = blockWaitStart < 0 ? -1 : signals.runQueueWait();
         if (now >= blockWaitStart && blockWaitStart >= 0) {
             t -= now - blockWaitStart;
         }
@@ -122,15 +170,25 @@ public final class InlinePolicy {
         }
         long avg = avgNanos;
         if (inline) {
+            if (!blockOpen) {
+                newBlock();
+                return Switch.STAY;
+            }
             long bound = 2 * below * BLOCK;
             // Cheap test first; the run-queue wait is read only at a block's end or near the bound.
             boolean over = blockSum - blockMax > bound && blockTime() > bound;
             if (blockCount >= BLOCK || over) {
                 long time = blockTime();
                 lastBlockNanos = blockCount > 1 ? time / (blockCount - 1) : 0;
+                boolean slow = over || lastBlockNanos > 2 * below;
+                lastCpuShare = slow ? cpuShare() : -1;
+                boolean stay = slow && lastCpuShare >= COMPUTING && !signals.spareCore();
                 newBlock();
-                if (over || lastBlockNanos > 2 * below) {
+                if (stay) {
+                    keptComputing++;
+                } else if (slow) {
                     inline = false;
+                    blockOpen = false;
                     timed = 0;
                     return Switch.TO_WORKERS;
                 }

@@ -7,15 +7,56 @@ import org.junit.jupiter.api.Test;
 
 /** The per-task mode switch between workers and the StreamThread. */
 class InlinePolicyTest {
+    /** Readings the test sets; -1: not known. */
+    static final class Signals implements CpuSignals {
+        long wait = -1;
+        long cpu = -1;
+        long now;
+        boolean spare = true;
+
+        @Override
+        public long runQueueWait() {
+            return wait;
+        }
+
+        @Override
+        public long threadCpu() {
+            return cpu;
+        }
+
+        @Override
+        public long nanoTime() {
+            return now;
+        }
+
+        @Override
+        public boolean spareCore() {
+            return spare;
+        }
+    }
+
     private static void time(InlinePolicy p, int records, long nanos) {
         for (int i = 0; i < records; i++) {
             p.timed(nanos);
         }
     }
 
+    private static InlinePolicy policy() {
+        return new InlinePolicy(10_000, new Signals());
+    }
+
+    /** A policy whose task went to the workers (it starts inline): two slow records. */
+    private static InlinePolicy onWorkers(InlinePolicy p) {
+        assertThat(p.inline()).isTrue();
+        assertThat(p.next()).isEqualTo(Switch.STAY);
+        time(p, 2, 5_000_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_WORKERS);
+        return p;
+    }
+
     @Test
     void cheapRecordsGoInlineOnlyAfterEnoughSamples() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES - 1, 2_000);
         assertThat(p.next()).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isFalse();
@@ -27,7 +68,7 @@ class InlinePolicyTest {
 
     @Test
     void oneStallDoesNotSendAnInlineTaskBack() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         for (int block = 0; block < 4; block++) {
@@ -44,7 +85,7 @@ class InlinePolicyTest {
 
     @Test
     void recordsStillOnTheWorkersAtTheSwitchDoNotCount() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         // The drain: records handed off before the switch end now, slow (they ran contended).
@@ -57,7 +98,7 @@ class InlinePolicyTest {
 
     @Test
     void slowRecordsSendAnInlineTaskBackAfterTwo() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         time(p, 10, 2_000);
@@ -75,7 +116,7 @@ class InlinePolicyTest {
     @Test
     void aTenthOfRecordsSlowSendsAnInlineTaskBack() {
         // A cache in front of a 5 ms call that misses one time in ten: on average far above the mark.
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         Switch last = Switch.STAY;
@@ -88,7 +129,7 @@ class InlinePolicyTest {
 
     @Test
     void aSlowerBlockOnAverageSendsAnInlineTaskBack() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         // 25 µs each: over twice the mark; decided within one block (early, once the block's time
@@ -106,7 +147,7 @@ class InlinePolicyTest {
 
     @Test
     void recordsBetweenTheMarksStayWhereTheyAre() {
-        InlinePolicy p = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES * 4, 15_000);
         assertThat(p.next()).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isFalse();
@@ -116,18 +157,19 @@ class InlinePolicyTest {
     void timeWaitingForACpuIsNotTheRecords() {
         // The StreamThread was runnable but not running for most of the block (a busy machine):
         // its records are cheap all the same.
-        long[] wait = {0};
-        InlinePolicy p = new InlinePolicy(10_000, () -> wait[0]);
+        Signals s = new Signals();
+        s.wait = 0;
+        InlinePolicy p = onWorkers(new InlinePolicy(10_000, s));
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         for (int i = 0; i < InlinePolicy.BLOCK; i++) {
             p.timed(40_000); // 2 µs of its own, 38 µs waiting for a CPU
-            wait[0] += 38_000;
+            s.wait += 38_000;
             assertThat(p.next()).isEqualTo(Switch.STAY);
         }
         assertThat(p.lastBlockNanos()).isBetween(1_000L, 3_000L);
         // Without the wait the same block goes back to the workers.
-        InlinePolicy q = new InlinePolicy(10_000, () -> -1);
+        InlinePolicy q = onWorkers(policy());
         time(q, InlinePolicy.SAMPLES, 2_000);
         assertThat(q.next()).isEqualTo(Switch.TO_INLINE);
         Switch last = Switch.STAY;
@@ -139,6 +181,84 @@ class InlinePolicyTest {
     }
 
     @Test
+    void aTaskStartsInlineAndCheapRecordsNeverLeave() {
+        InlinePolicy p = policy();
+        assertThat(p.inline()).isTrue();
+        for (int i = 0; i < InlinePolicy.SAMPLES * 4; i++) {
+            assertThat(p.next()).isEqualTo(Switch.STAY);
+            p.timed(3_000);
+        }
+        assertThat(p.inline()).isTrue();
+        assertThat(p.lastBlockNanos()).isEqualTo(3_000);
+    }
+
+    /** Runs one inline record after another until the policy switches or {@code max} ran. */
+    private static Switch runInline(InlinePolicy p, Signals s, int max, long nanos, boolean computing) {
+        for (int i = 0; i < max; i++) {
+            Switch sw = p.next();
+            if (sw != Switch.STAY) {
+                return sw;
+            }
+            s.now += nanos;
+            if (computing) {
+                s.cpu += nanos;
+            }
+            p.timed(nanos);
+        }
+        return Switch.STAY;
+    }
+
+    @Test
+    void computingRecordsStayInlineWhileNoCoreIsSpare() {
+        // A young JVM: the JIT keeps every core busy and a cheap record computes for 40 µs.
+        Signals s = new Signals();
+        s.cpu = 0;
+        s.wait = 0;
+        s.spare = false;
+        InlinePolicy p = new InlinePolicy(10_000, s);
+        assertThat(runInline(p, s, 10 * InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.STAY);
+        assertThat(p.inline()).isTrue();
+        assertThat(p.keptComputing()).isGreaterThanOrEqualTo(10);
+        // A core comes free: computing records that slow are worth a hand-off now.
+        s.spare = true;
+        assertThat(runInline(p, s, InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.TO_WORKERS);
+        assertThat(p.inline()).isFalse();
+    }
+
+    @Test
+    void waitingRecordsGoToTheWorkersEvenWithNoCoreSpare() {
+        // 40 µs each, but the thread is off the CPU for them (a remote call): the workers overlap the waits.
+        Signals s = new Signals();
+        s.cpu = 0;
+        s.wait = 0;
+        s.spare = false;
+        InlinePolicy p = new InlinePolicy(10_000, s);
+        assertThat(runInline(p, s, InlinePolicy.BLOCK, 40_000, false)).isEqualTo(Switch.TO_WORKERS);
+        assertThat(p.keptComputing()).isZero();
+    }
+
+    @Test
+    void withoutTheThreadsCpuTimeSlowRecordsGoToTheWorkers() {
+        Signals s = new Signals();
+        s.spare = false;
+        InlinePolicy p = new InlinePolicy(10_000, s);
+        assertThat(runInline(p, s, InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.TO_WORKERS);
+    }
+
+    @Test
+    void theJvmGivesTheThreadsCpuTime() {
+        long a = CpuSignals.SYSTEM.threadCpu();
+        assertThat(a).isPositive();
+        long x = 0;
+        for (int i = 0; i < 5_000_000; i++) {
+            x += Long.hashCode(x * 31 + i);
+        }
+        assertThat(CpuSignals.SYSTEM.threadCpu()).as("after computing " + x).isGreaterThan(a);
+        // The first reading of the machine's load only starts a period.
+        assertThat(CpuSignals.SYSTEM.spareCore()).isFalse();
+    }
+
+    @Test
     void theRunQueueWaitIsReadOnLinux() {
         long a = RunQueueWait.current();
         assertThat(a).isGreaterThanOrEqualTo(0); // CI and this project run on Linux
@@ -147,7 +267,7 @@ class InlinePolicyTest {
 
     @Test
     void zeroMeansAlwaysWorkers() {
-        InlinePolicy p = new InlinePolicy(0, () -> -1);
+        InlinePolicy p = new InlinePolicy(0, new Signals());
         assertThat(p.timing()).isFalse();
         time(p, InlinePolicy.SAMPLES * 2, 1);
         assertThat(p.next()).isEqualTo(Switch.STAY);

@@ -249,8 +249,10 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
                         + "below {}", task.id(), average / 1000.0, StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
-                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers again: {} µs "
-                        + "each", task.id(), inline.lastBlockNanos() / 1000.0);
+                double share = inline.lastCpuShare();
+                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers: {} µs each{}",
+                        task.id(), inline.lastBlockNanos() / 1000.0, share < 0 ? ""
+                                : String.format(" (on the CPU %.0f%% of the time)", 100 * share));
                 break;
             default:
                 break;
