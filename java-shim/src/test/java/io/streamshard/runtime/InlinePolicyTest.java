@@ -208,13 +208,19 @@ class InlinePolicyTest {
         return Switch.STAY;
     }
 
-    @Test
-    void computingRecordsStayInlineWhileNoCoreIsSpare() {
-        // A young JVM: the JIT keeps every core busy and a cheap record computes for 40 µs.
+    /** Readings from a thread whose CPU time is known, on a machine with no spare core. */
+    private static Signals busyMachine() {
         Signals s = new Signals();
         s.cpu = 0;
         s.wait = 0;
         s.spare = false;
+        return s;
+    }
+
+    @Test
+    void computingRecordsStayInlineWhileNoCoreIsSpare() {
+        // A young JVM: the JIT keeps every core busy and a cheap record computes for 40 µs.
+        Signals s = busyMachine();
         InlinePolicy p = new InlinePolicy(10_000, s);
         assertThat(runInline(p, s, 10 * InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isTrue();
@@ -228,10 +234,7 @@ class InlinePolicyTest {
     @Test
     void waitingRecordsGoToTheWorkersEvenWithNoCoreSpare() {
         // 40 µs each, but the thread is off the CPU for them (a remote call): the workers overlap the waits.
-        Signals s = new Signals();
-        s.cpu = 0;
-        s.wait = 0;
-        s.spare = false;
+        Signals s = busyMachine();
         InlinePolicy p = new InlinePolicy(10_000, s);
         assertThat(runInline(p, s, InlinePolicy.BLOCK, 40_000, false)).isEqualTo(Switch.TO_WORKERS);
         assertThat(p.keptComputing()).isZero();
