@@ -40,7 +40,7 @@ public final class ShardExecutor implements AutoCloseable {
         this.drainTimeoutMs = drainTimeoutMs;
         this.maxInflightPerTask = maxInflightPerTask;
         for (int i = 0; i < workerCount; i++) {
-            Thread t = new Thread(this::workLoop, name + "-worker-" + i);
+            Thread t = new WorkerThread(this::workLoop, name + "-worker-" + i);
             t.setDaemon(true);
             workers.add(t);
         }

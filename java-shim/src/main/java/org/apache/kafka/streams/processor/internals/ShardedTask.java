@@ -163,16 +163,33 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     // ---------------------------------------------------------------- the record path
 
     /**
-     * StreamTask.doProcess entry: true if the record was taken (the stock body is then skipped).
-     * Throws only {@code StreamsException}s (a worker's own, or streamshard's wrapped): for any
+     * StreamTask.doProcess entry: {@link HandedOff} if the record went to the workers (the stock
+     * body is then skipped), this task if the stock body runs it inline (timed by
+     * {@link #ranInline}). Throws only {@code StreamsException}s (a worker's own, or streamshard's wrapped): for any
      * other RuntimeException StreamTask.process asks the context for its current node, which the
      * skipped body never set. A client {@code TimeoutException} (a sink's send blocked, a record
      * run inline) goes through as it is: stock retries the record under at-least-once and marks
      * the task corrupted under exactly-once, and neither asks for the current node.
      */
-    public boolean submit(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
+    public Object submit(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
         try {
-            return handOver(record, info, wallClockTime);
+            ShardExecutor.ShardTask handedOffBefore = shard;
+            if (handedOffBefore != null && handedOffBefore.failure() != null) {
+                // Rethrown only once none of the task's records runs: the stock failure path (under
+                // exactly-once, handleCorruption commits the thread's other tasks) must not race
+                // with this task's workers still sending.
+                drain();
+                rethrowFailure(handedOffBefore);
+            }
+            if (runInline()) {
+                // Nothing of the task is on a worker: stock's own body runs the record, on the
+                // context's own fields, and this task times it (ranInline).
+                threadMayHaveCached = true;
+                inlineStarted = System.nanoTime();
+                return this;
+            }
+            handOver(record, info, wallClockTime);
+            return HandedOff.INSTANCE;
         } catch (ShardTaskFailedException e) {
             // A worker failed after the check above: its own exception, as the drain does.
             Throwable f = shard == null ? null : shard.failure();
@@ -187,15 +204,23 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         }
     }
 
-    private boolean handOver(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
+    /** What {@link #submit} returns for a record handed to the workers: StreamTask.doProcess skips its body. */
+    public static final class HandedOff {
+        static final HandedOff INSTANCE = new HandedOff();
+
+        private HandedOff() {}
+    }
+
+    /** When the record the stock body runs inline began, ns. */
+    private long inlineStarted;
+
+    /** StreamTask.doProcess exit for a record run inline (thrown or not): its time for the inline policy. */
+    public void ranInline() {
+        inline.timed(System.nanoTime() - inlineStarted);
+    }
+
+    private void handOver(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
         ShardExecutor.ShardTask shard = shard();
-        if (shard.failure() != null) {
-            // Rethrown only once none of the task's records runs: the stock failure path (under
-            // exactly-once, handleCorruption commits the thread's other tasks) must not race with
-            // this task's workers still sending.
-            drain();
-            rethrowFailure(shard);
-        }
         @SuppressWarnings("unchecked")
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
         ProcessorRecordContext recordContext = StreamShardCompat.COMPAT.context(record);
@@ -203,11 +228,6 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         task.maybeRecordE2ELatency(record.timestamp, wallClockTime, source.name());
         Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
                 task.streamTime());
-        if (runInline()) {
-            threadMayHaveCached = true;
-            t.runWhole();
-            return true;
-        }
         if (threadMayHaveCached) {
             // Nothing of the task is on a worker (see the flag): what its StreamThread left dirty
             // in the caches is forwarded now, before a worker could write those keys through.
@@ -230,7 +250,6 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
             }
             Thread.onSpinWait();
         }
-        return true;
     }
 
     /**
@@ -430,11 +449,6 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
             if (owner.serialRegion != null) {
                 owner.serialRegion.finished(this);
             }
-        }
-
-        /** On the StreamThread (inline mode): every node, serial ones directly, as stock would. */
-        void runWhole() {
-            runParallelPart(null);
         }
 
         private void runParallelPart(Ticket parkOn) {

@@ -55,14 +55,25 @@ public final class StreamShardAdvice {
         }
     }
 
-    /** StreamTask.doProcess: hand the record to the workers instead of running it inline. */
+    /**
+     * StreamTask.doProcess: hand the record to the workers (the body is skipped), or let the
+     * stock body run it on the StreamThread (inline: the task is drained), timed for the inline
+     * policy.
+     */
     public static final class DoProcess {
-        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
+        @Advice.OnMethodEnter(skipOn = ShardedTask.HandedOff.class)
+        static Object enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
                 @Advice.FieldValue("recordInfo") AbstractPartitionGroup.RecordInfo info,
                 @Advice.Argument(0) long wallClockTime) {
             ShardedTask s = StreamShardInstances.task(task);
-            return s != null && s.submit(record, info, wallClockTime);
+            return s == null ? null : s.submit(record, info, wallClockTime);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Enter Object taken) {
+            if (taken instanceof ShardedTask) {
+                ((ShardedTask) taken).ranInline();
+            }
         }
     }
 

@@ -5,9 +5,10 @@ package org.apache.kafka.streams.processor.internals;
  * by all its processors, stores and sinks; its {@code recordContext}, {@code currentNode} and
  * cached system time say which record is being processed, and {@code currentStreamTimeMs()} what
  * the task's stream time is. A thread running a record of the task for streamshard (a worker, the
- * serial runner, the StreamThread inline) pushes a frame for that context: the agent rewrites
- * every read and write of those fields (and the time accessors) to go through here, so that
- * thread sees its own record while the StreamThread keeps using the real fields.
+ * serial runner) pushes a frame for that context: the agent rewrites every read and write of
+ * those fields (and the time accessors) to go through here, so that thread sees its own record
+ * while the StreamThread keeps using the real fields (also for the records it runs inline, with
+ * stock's own {@code doProcess}).
  */
 public final class StreamShardFrames {
     private StreamShardFrames() {}
@@ -34,25 +35,49 @@ public final class StreamShardFrames {
         }
     }
 
-    private static final ThreadLocal<Frame> CURRENT = new ThreadLocal<>();
+    /**
+     * Frames of threads other than the workers (which keep theirs in a field of their thread):
+     * a StreamThread or any other thread that runs a serial part. Every read of a context's
+     * fields asks for the calling thread's frame, most of them on StreamThreads that have none,
+     * so {@link #OTHERS} counts the frames pushed there and not yet popped, and no thread looks
+     * in the ThreadLocal while it is zero (a thread always sees its own push).
+     */
+    private static final ThreadLocal<Frame> OTHER_THREADS = new ThreadLocal<>();
+    private static final java.util.concurrent.atomic.AtomicInteger OTHERS = new java.util.concurrent.atomic.AtomicInteger();
 
     static void push(Frame f) {
-        CURRENT.set(f);
+        Thread t = Thread.currentThread();
+        if (t instanceof io.streamshard.runtime.WorkerThread) {
+            ((io.streamshard.runtime.WorkerThread) t).frame = f;
+        } else {
+            OTHERS.incrementAndGet();
+            OTHER_THREADS.set(f);
+        }
     }
 
     static void pop() {
-        // set(null), not remove(): removing would make the next push allocate a map entry.
-        CURRENT.set(null);
+        Thread t = Thread.currentThread();
+        if (t instanceof io.streamshard.runtime.WorkerThread) {
+            ((io.streamshard.runtime.WorkerThread) t).frame = null;
+        } else {
+            // set(null), not remove(): removing would make the next push allocate a map entry.
+            OTHER_THREADS.set(null);
+            OTHERS.decrementAndGet();
+        }
     }
 
     /** The calling thread's frame, whichever context it is for, or null. */
     static Frame current() {
-        return CURRENT.get();
+        Thread t = Thread.currentThread();
+        if (t instanceof io.streamshard.runtime.WorkerThread) {
+            return (Frame) ((io.streamshard.runtime.WorkerThread) t).frame;
+        }
+        return OTHERS.get() == 0 ? null : OTHER_THREADS.get();
     }
 
     /** The calling thread's frame for {@code context}, or null (StreamThread, other contexts). */
     public static Frame of(Object context) {
-        Frame f = CURRENT.get();
+        Frame f = current();
         return f != null && f.context == context ? f : null;
     }
 
