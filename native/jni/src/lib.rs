@@ -388,6 +388,44 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_completeAnd
     .resolve::<ThrowRuntimeExAndDefault>()
 }
 
+/// `completeOneAndPoll` answer when no record became runnable within the timeout.
+pub const POLL_NONE: jint = -2;
+
+/// The worker's common case of `completeAndPoll` without arrays: completes `done` (none if
+/// negative), then waits up to `timeout_nanos` for one runnable record. Returns its slot,
+/// `POLL_NONE` or `POLL_SHUTDOWN`. No JNI array calls: one record per call is what a worker
+/// takes, and the four array calls cost about as much as the scheduler's own work.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_completeOneAndPoll<'c>(
+    mut env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    done: jint,
+    timeout_nanos: jlong,
+) -> jint {
+    env.with_env(|env| -> jni::errors::Result<jint> {
+        Ok(with_sched(env, h, |env, s| {
+            let finished = [done as u32];
+            let finished: &[u32] = if done >= 0 { &finished } else { &[] };
+            let timeout = Duration::from_nanos(timeout_nanos.max(0) as u64);
+            BUFFERS.with(|b| {
+                let (_, out_buf) = &mut *b.borrow_mut();
+                out_buf.clear();
+                match s.complete_and_poll(finished, out_buf, 1, timeout) {
+                    Ok(0) => POLL_NONE,
+                    Ok(_) => out_buf[0] as jint,
+                    Err(Error::Shutdown) => POLL_SHUTDOWN,
+                    Err(e) => {
+                        throw(env, &e);
+                        POLL_NONE
+                    }
+                }
+            })
+        }))
+    })
+    .resolve::<ThrowRuntimeExAndDefault>()
+}
+
 /// Views a `u32` slice as `i32` (same size and alignment, every bit pattern valid).
 fn bytemuck_u32_as_i32(v: &mut [u32]) -> &mut [i32] {
     // SAFETY: u32 and i32 have identical size and alignment and no invalid bit patterns; the

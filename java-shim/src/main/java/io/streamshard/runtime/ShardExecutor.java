@@ -76,42 +76,40 @@ public final class ShardExecutor implements AutoCloseable {
     }
 
     private void workLoop() {
-        int[] out = new int[1];
-        int[] done = new int[1];
-        int doneCount = 0;
+        int done = -1;
         while (true) {
-            // Report finished records and take the next without waiting; slots return to the
-            // pool only once the scheduler has them as finished, and before this worker blocks.
-            int n = scheduler.completeAndPoll(done, doneCount, out, 0);
-            for (int i = 0; i < doneCount; i++) {
-                free.release(done[i]);
+            // Report the finished record and take the next without waiting; its slot returns to
+            // the pool only once the scheduler has it as finished, and before this worker blocks.
+            int slot = scheduler.completeOneAndPoll(done, 0);
+            if (done >= 0) {
+                free.release(done);
+                done = -1;
             }
-            doneCount = 0;
-            if (n == 0) {
-                n = scheduler.completeAndPoll(done, 0, out, POLL_NANOS);
+            if (slot == NativeScheduler.POLL_NONE) {
+                slot = scheduler.completeOneAndPoll(-1, POLL_NANOS);
             }
-            if (n == NativeScheduler.POLL_SHUTDOWN) {
+            if (slot == NativeScheduler.POLL_SHUTDOWN) {
                 return;
             }
-            for (int i = 0; i < n; i++) {
-                int slot = out[i];
-                Work w = table[slot];
-                Runnable run = w.run;
-                ShardTask task = w.task;
-                w.run = null;
-                w.task = null;
-                // An interrupt left by an earlier record (code that restores the flag after catching
-                // InterruptedException) or sent to the idle worker is not this record's: without
-                // this, its first sleep or blocking call would fail at once.
-                Thread.interrupted();
-                try {
-                    run.run();
-                    done[doneCount++] = slot;
-                } catch (Throwable e) {
-                    task.recordFailure(e);
-                    scheduler.fail(slot, String.valueOf(e));
-                    free.release(slot);
-                }
+            if (slot == NativeScheduler.POLL_NONE) {
+                continue;
+            }
+            Work w = table[slot];
+            Runnable run = w.run;
+            ShardTask task = w.task;
+            w.run = null;
+            w.task = null;
+            // An interrupt left by an earlier record (code that restores the flag after catching
+            // InterruptedException) or sent to the idle worker is not this record's: without
+            // this, its first sleep or blocking call would fail at once.
+            Thread.interrupted();
+            try {
+                run.run();
+                done = slot;
+            } catch (Throwable e) {
+                task.recordFailure(e);
+                scheduler.fail(slot, String.valueOf(e));
+                free.release(slot);
             }
         }
     }

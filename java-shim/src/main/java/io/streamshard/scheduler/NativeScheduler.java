@@ -26,6 +26,8 @@ public final class NativeScheduler implements AutoCloseable {
     public static final int SUBMIT_REFUSED_GLOBAL_CAP = -2;
     /** {@link #completeAndPoll} answer after {@link #shutdown()}. */
     public static final int POLL_SHUTDOWN = -1;
+    /** {@link #completeOneAndPoll} answer when no record became runnable within the timeout. */
+    public static final int POLL_NONE = -2;
     /** "No offset" in {@link PartitionProgress}. */
     public static final long NO_OFFSET = Long.MIN_VALUE;
 
@@ -132,16 +134,40 @@ public final class NativeScheduler implements AutoCloseable {
      * {@link #POLL_SHUTDOWN}.
      */
     public int completeAndPoll(int[] done, int doneCount, int[] out, long timeoutNanos) {
-        long h;
-        try {
-            h = enter();
-        } catch (SchedulerException closed) {
+        long h = enterPoll();
+        if (h == 0) {
             return POLL_SHUTDOWN;
         }
         try {
             return completeAndPoll(h, done, doneCount, out, timeoutNanos);
         } finally {
             exit();
+        }
+    }
+
+    /**
+     * A worker's {@link #completeAndPoll} for one record each way, without arrays: completes
+     * {@code done} (none if negative), then waits up to {@code timeoutNanos} for one runnable
+     * record. Returns its slot, {@link #POLL_NONE} or {@link #POLL_SHUTDOWN}.
+     */
+    public int completeOneAndPoll(int done, long timeoutNanos) {
+        long h = enterPoll();
+        if (h == 0) {
+            return POLL_SHUTDOWN;
+        }
+        try {
+            return completeOneAndPoll(h, done, timeoutNanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /** {@link #enter} for a poll: 0 once the scheduler is closed, which a poll answers with {@link #POLL_SHUTDOWN}. */
+    private long enterPoll() {
+        try {
+            return enter();
+        } catch (SchedulerException closed) {
+            return 0;
         }
     }
 
@@ -330,6 +356,8 @@ public final class NativeScheduler implements AutoCloseable {
     private static native boolean waitForRoom(long h, long[] tasks, int count, long timeoutNanos);
 
     private static native int completeAndPoll(long h, int[] done, int doneCount, int[] out, long timeoutNanos);
+
+    private static native int completeOneAndPoll(long h, int done, long timeoutNanos);
 
     private static native void complete(long h, int slot);
 

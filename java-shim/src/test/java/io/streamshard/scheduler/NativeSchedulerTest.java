@@ -179,6 +179,28 @@ class NativeSchedulerTest {
     }
 
     @Test
+    void oneRecordEachWayWithoutArrays() {
+        try (NativeScheduler s = small(8)) {
+            long t = s.registerTask(1, 3, false, 0);
+            assertThat(s.submit(t, 0, 10, true, 42, 5)).isEqualTo(NativeScheduler.SUBMIT_AVAILABLE);
+            assertThat(s.submit(t, 0, 11, true, 42, 6)).isEqualTo(NativeScheduler.SUBMIT_AVAILABLE);
+            assertThat(s.completeOneAndPoll(-1, 0)).isEqualTo(5);
+            // Same key: the second record waits until the first completes, then comes in the same call.
+            assertThat(s.completeOneAndPoll(-1, 0)).isEqualTo(NativeScheduler.POLL_NONE);
+            assertThat(s.completeOneAndPoll(5, 0)).isEqualTo(6);
+            assertThat(s.completeOneAndPoll(6, 0)).isEqualTo(NativeScheduler.POLL_NONE);
+            PartitionProgress p = s.partitionProgress(t, 0);
+            assertThat(p.finished()).isEqualTo(2);
+            assertThat(p.committable()).isEqualTo(12);
+            // A slot that is not running is refused, as by completeAndPoll.
+            assertThatThrownBy(() -> s.completeOneAndPoll(5, 0)).isInstanceOf(SchedulerException.class);
+        }
+        NativeScheduler closed = small(2);
+        closed.close();
+        assertThat(closed.completeOneAndPoll(-1, 0)).isEqualTo(NativeScheduler.POLL_SHUTDOWN);
+    }
+
+    @Test
     void closeReleasesBlockedPollers() throws Exception {
         NativeScheduler s = small(4);
         CountDownLatch started = new CountDownLatch(2);
