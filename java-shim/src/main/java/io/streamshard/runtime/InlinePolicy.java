@@ -56,8 +56,6 @@ public final class InlinePolicy {
     private long blockCpuStart = -1;
     private long blockWallStart;
     private double lastCpuShare = -1;
-    /** Slow blocks kept inline because they computed and no core was spare. */
-    private long keptComputing;
     private final CpuSignals signals;
 
     /** @param belowNanos the mark; 0 or less: never inline */
@@ -131,11 +129,6 @@ public final class InlinePolicy {
         return lastCpuShare;
     }
 
-    /** Slow blocks kept on the StreamThread because they computed on a machine with no spare core. */
-    public long keptComputing() {
-        return keptComputing;
-    }
-
     /** The block's time without its slowest record and without the thread's run-queue wait. */
     private long blockTime() {
         long t = blockSum - blockMax;
@@ -184,9 +177,7 @@ public final class InlinePolicy {
                 lastCpuShare = slow ? cpuShare() : -1;
                 boolean stay = slow && lastCpuShare >= COMPUTING && !signals.spareCore();
                 newBlock();
-                if (stay) {
-                    keptComputing++;
-                } else if (slow) {
+                if (slow && !stay) {
                     inline = false;
                     blockOpen = false;
                     timed = 0;

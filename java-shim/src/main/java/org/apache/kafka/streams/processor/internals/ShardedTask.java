@@ -445,19 +445,19 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         /** On a worker: the parallel part, then this ticket's turn at the serial runner. */
         @Override
         public void run() {
-            runParallelPart(this);
+            runParallelPart();
             if (owner.serialRegion != null) {
                 owner.serialRegion.finished(this);
             }
         }
 
-        private void runParallelPart(Ticket parkOn) {
+        private void runParallelPart() {
             boolean measured = owner.measureLatency();
             boolean inlineTiming = owner.inline.timing();
             boolean timing = inlineTiming || measured;
             long started = timing ? System.nanoTime() : 0;
             StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
-                    streamTime, parkOn));
+                    streamTime, this));
             try {
                 source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
             } catch (RuntimeException e) {
@@ -466,7 +466,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
                 StreamShardFrames.pop();
                 if (timing) {
                     long took = System.nanoTime() - started;
-                    if (parkOn != null && owner.serialRegion != null) {
+                    if (owner.serialRegion != null) {
                         parallelNanos = took; // the whole record is timed once its serial part ran
                         latencyPending = measured;
                     } else {
