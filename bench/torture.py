@@ -12,7 +12,10 @@ catch up, stops them gracefully and checks the output with `streamshard-load ver
 - the probe of every instance: zero keys seen on two threads at once;
 - no instance ever in ERROR, no stream thread replaced, every graceful stop done in time;
 - at least one task revoked and handed back to the same instance (or moved between the two
-  threads of one instance), as seen in the instances' own task lists.
+  threads of one instance), as seen in the instances' own task lists (read every 100 ms); each
+  task has a standby replica, which the assignors prefer when a task's owner leaves, so a task
+  taken by the joining instance goes back where it was when that instance leaves;
+- standby tasks assigned at all (the setting reached the group).
 
 The faults, which overlap (each runs in its own thread; one at a time per instance):
 kill -9 and restart after a random delay; a rolling restart (graceful stop/start of each instance
@@ -530,29 +533,20 @@ def disk_stats(inst):
 
 
 def task_returns(inst, stats_lines):
-    """From the instance's own task lists, per process (generation): tasks that left the process
-    and came back to it later (returns), and tasks that moved from one of its stream threads to
-    the other (moves). Both are a revoke and a reassignment to the same instance."""
-    returns, moves, examples = 0, 0, []
-    by_gen = {}
+    """Per process (generation), from its own counters (it reads its task lists every 100 ms):
+    tasks that left the process and came back to it later (returns), and tasks that moved from one
+    of its stream threads to the other (moves). Both are a revoke and a reassignment to the same
+    instance. Also the most standby tasks the process held at once."""
+    returns, moves, examples, standbys = 0, 0, [], 0
+    last = {}
     for gen, s in stats_lines:
-        by_gen.setdefault(gen, []).append(s)
-    for gen, lines in by_gen.items():
-        prev, gone, owner = set(), set(), {}
-        for s in lines:
-            tasks = set(s["tasks"])
-            back = gone & tasks
-            returns += len(back)
-            examples += [f"{inst.name}#{gen}: task {t} revoked and handed back" for t in sorted(back)]
-            gone = (gone | (prev - tasks)) - tasks
-            prev = tasks
-            for entry in s.get("thread_tasks", []):
-                thread, task = entry.rsplit(":", 1)
-                if owner.get(task, thread) != thread:
-                    moves += 1
-                    examples.append(f"{inst.name}#{gen}: task {task} moved from {owner[task]} to {thread}")
-                owner[task] = thread
-    return returns, moves, examples
+        last[gen] = s
+    for gen, s in sorted(last.items()):
+        returns += s.get("tasks_returned", 0)
+        moves += s.get("tasks_moved", 0)
+        standbys = max(standbys, s.get("standbys_max", 0))
+        examples += [f"{inst.name}#{gen} at {e}" for e in s.get("return_examples", [])]
+    return returns, moves, examples, standbys
 
 
 def analyse(run, verify, producer):
@@ -560,14 +554,15 @@ def analyse(run, verify, producer):
               "skipped_faults": run.skipped,
               "producer_errors": producer.errors, "records_produced": producer.produced}
     probe_violations, probe_examples, uncaught, replaced, ever_error = 0, [], [], 0, []
-    drain_max_ns, returns, moves, return_examples, max_inflight = 0.0, 0, 0, [], 0
+    drain_max_ns, returns, moves, return_examples, max_inflight, standbys = 0.0, 0, 0, [], 0, 0
     processes = 0
     task_slots = {}  # task -> the most slots it held at any reading, on any instance
     bad_lines, unclosed, removed, control_failed = 0, [], 0, 0
     for inst in run.instances.values():
         stats_lines, bad = disk_stats(inst)
         bad_lines += bad
-        r, m, ex = task_returns(inst, stats_lines)
+        r, m, ex, sb = task_returns(inst, stats_lines)
+        standbys = max(standbys, sb)
         returns += r
         moves += m
         return_examples += ex
@@ -593,7 +588,7 @@ def analyse(run, verify, producer):
     result.update({"processes": processes, "probe_violations": probe_violations, "probe_examples": probe_examples[:5],
                    "threads_replaced": replaced, "uncaught": uncaught[:10], "instances_in_error": ever_error,
                    "max_drain_ms": round(drain_max_ns / 1e6, 1), "tasks_handed_back": returns,
-                   "tasks_moved_between_threads": moves,
+                   "tasks_moved_between_threads": moves, "most_standby_tasks_on_one_instance": standbys,
                    "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight,
                    "tasks_at_cap": sorted(t for t, n in task_slots.items() if n >= INFLIGHT_CAP),
                    "task_slots_max": dict(sorted(task_slots.items()))})
@@ -614,6 +609,7 @@ def analyse(run, verify, producer):
         "no instance in ERROR": not ever_error,
         "no stream thread died": replaced == 0,
         "a task revoked and handed back to the same instance": returns + moves > 0,
+        "standby tasks assigned (one replica a task)": standbys > 0,
         "harness: no failure": not run.failures,
     }
     if run.guarantee == "eos":
@@ -776,6 +772,7 @@ def write_report(args, results, versions):
                   f"| instances in ERROR / threads replaced | {len(r['instances_in_error'])} / {r['threads_replaced']} |",
                   f"| tasks revoked and handed back to the same instance / moved between its threads | "
                   f"{r['tasks_handed_back']} / {r['tasks_moved_between_threads']} |",
+                  f"| most standby tasks on one instance | {r['most_standby_tasks_on_one_instance']} |",
                   f"| JVM processes run | {r['processes']} |",
                   f"| longest drain | {r['max_drain_ms']} ms |",
                   f"| most slots one task held (cap {INFLIGHT_CAP}); tasks that reached the cap | "

@@ -21,7 +21,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -63,6 +68,13 @@ import org.apache.kafka.streams.kstream.Produced;
  * input it takes {@code remove-thread} and {@code add-thread} (a thread leaving and joining:
  * its tasks are revoked, handed to the other thread of this instance or to another instance, and
  * later handed back). SIGTERM closes it gracefully.
+ *
+ * <p>Each task has one standby replica (under the streams protocol a group setting, which it sets
+ * through the admin client before it starts): a task that leaves an instance for another one
+ * (join-leave, a kill) keeps a standby where it was, and the assignor hands it back there when its
+ * new owner leaves, so every run exercises standbys turning active and tasks coming back to an
+ * instance that ran them before. Every 100 ms it also reads its active tasks per thread and counts
+ * the tasks that left this process and came back, and those that moved between its threads.
  *
  * <pre>
  * TortureApp &lt;bootstrap&gt; &lt;application-id&gt; &lt;topic prefix&gt; &lt;alos|eos&gt; &lt;classic|streams&gt;
@@ -160,6 +172,7 @@ public final class TortureApp {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 args[3].equals("eos") ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+        p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1); // the classic protocol's; see standbys()
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[5]);
         p.put("auto.offset.reset", "earliest");
         if (args[4].equals("streams")) {
@@ -172,6 +185,9 @@ public final class TortureApp {
         for (int i = 7; i < args.length; i++) {
             int eq = args[i].indexOf('=');
             p.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        if (args[4].equals("streams")) {
+            standbys(args[0], args[1]);
         }
         TwoThreadProbe probe = new TwoThreadProbe();
         KafkaStreams streams = new KafkaStreams(topology(args[2], probe), p);
@@ -208,6 +224,18 @@ public final class TortureApp {
         control.setDaemon(true);
         control.start();
         closed.await();
+    }
+
+    /**
+     * Under the streams protocol the broker assigns standbys from the group's own setting
+     * ({@code streams.num.standby.replicas}), not from the client's: set it to one for this group.
+     */
+    private static void standbys(String bootstrap, String group) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group),
+                    List.of(new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"),
+                            AlterConfigOp.OpType.SET)))).all().get(60, java.util.concurrent.TimeUnit.SECONDS);
+        }
     }
 
     /** Commands on standard input; each result is counted in the stats (a failed one too). */
@@ -264,6 +292,14 @@ public final class TortureApp {
         private double maxTaskSlots;
         /** The most slots each task held at a reading (queued + running). */
         private final Map<String, Double> slotsByTask = new java.util.TreeMap<>();
+        /** Active tasks at the last reading, those gone since, and the thread each ran on last. */
+        private java.util.Set<String> activeBefore = new TreeSet<>();
+        private final java.util.Set<String> gone = new TreeSet<>();
+        private final Map<String, String> lastThread = new java.util.HashMap<>();
+        private long tasksReturned;
+        private long tasksMoved;
+        private int standbysMax;
+        private final List<String> returnExamples = new ArrayList<>();
 
         Stats(String path, KafkaStreams streams, TwoThreadProbe probe, AtomicReference<KafkaStreams.State> everError,
                 List<String> uncaught, AtomicLong replaced) {
@@ -309,6 +345,52 @@ public final class TortureApp {
             for (Map.Entry<String, Double> taken : slots.entrySet()) {
                 maxTaskSlots = Math.max(maxTaskSlots, taken.getValue());
                 slotsByTask.merge(taken.getKey(), taken.getValue(), Math::max);
+            }
+            trackTasks();
+        }
+
+        /**
+         * Counts the tasks that left this process and came back (a revoke, or a loss, then an
+         * assignment to it again), and those that went from one of its threads to another.
+         */
+        private void trackTasks() {
+            java.util.Set<String> active = new TreeSet<>();
+            int standbys = 0;
+            try {
+                for (ThreadMetadata t : streams.metadataForLocalThreads()) {
+                    String thread = t.threadName().replaceAll(".*-StreamThread-", "StreamThread-");
+                    standbys += t.standbyTasks().size();
+                    for (TaskMetadata task : t.activeTasks()) {
+                        String id = task.taskId().toString();
+                        active.add(id);
+                        String before = lastThread.put(id, thread);
+                        if (before != null && !before.equals(thread)) {
+                            tasksMoved++;
+                            example("task " + id + " moved from " + before + " to " + thread);
+                        }
+                    }
+                }
+            } catch (RuntimeException e) {
+                return; // not running: no reading
+            }
+            standbysMax = Math.max(standbysMax, standbys);
+            for (String id : active) {
+                if (gone.remove(id)) {
+                    tasksReturned++;
+                    example("task " + id + " revoked and handed back");
+                }
+            }
+            for (String id : activeBefore) {
+                if (!active.contains(id)) {
+                    gone.add(id);
+                }
+            }
+            activeBefore = active;
+        }
+
+        private void example(String what) {
+            if (returnExamples.size() < 5) {
+                returnExamples.add((System.currentTimeMillis() - started) / 1000 + " s: " + what);
             }
         }
 
@@ -365,12 +447,14 @@ public final class TortureApp {
                     + "\"threads\":%d,\"replaced\":%d,\"uncaught\":%s,\"probe_entered\":%d,\"probe_violations\":%d,"
                     + "\"probe_examples\":%s,\"tasks\":%s,\"thread_tasks\":%s,\"heap_after_gc\":%d,\"heap_used\":%d,"
                     + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s},"
-                    + "\"threads_removed\":%d,\"threads_added\":%d,\"control_failed\":%d,\"close_ok\":%s}",
+                    + "\"threads_removed\":%d,\"threads_added\":%d,\"control_failed\":%d,\"close_ok\":%s,"
+                    + "\"tasks_returned\":%d,\"tasks_moved\":%d,\"return_examples\":%s,\"standbys_max\":%d}",
                     System.currentTimeMillis(), System.currentTimeMillis() - started, streams.state(),
                     everError.get() != null, threads, replaced.get(), strings(errors), probe.entered.get(),
                     probe.violations.get(), strings(examples), strings(new ArrayList<>(tasks)), strings(new ArrayList<>(threadTasks)),
                     heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots, slotsJson(), removed.get(), added.get(),
-                    controlFailed.get(), closeOk == null ? "null" : closeOk);
+                    controlFailed.get(), closeOk == null ? "null" : closeOk, tasksReturned, tasksMoved,
+                    strings(returnExamples), standbysMax);
             try (PrintWriter w = new PrintWriter(new FileWriter(path, StandardCharsets.UTF_8, true))) {
                 w.println(line);
             } catch (IOException e) {
