@@ -18,7 +18,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.3.2}"
 BROKER_PORT="${BROKER_PORT:-9092}"
 if ! [[ "$BROKER_PORT" =~ ^[0-9]+$ ]] || ((BROKER_PORT < 1024 || BROKER_PORT > 65534)); then
   echo "broker.sh: BROKER_PORT must be a number in 1024..65534, got '$BROKER_PORT'" >&2

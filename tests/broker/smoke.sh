@@ -76,7 +76,7 @@ finish() {
   exit 0
 }
 
-echo "== Kafka ${KAFKA_VERSION:-4.3.1} smoke test on $BOOTSTRAP (dir $BROKER_DIR)"
+echo "== Kafka ${KAFKA_VERSION:-4.3.2} smoke test on $BOOTSTRAP (dir $BROKER_DIR)"
 
 # Two runs on one port would stop each other's broker: the second one fails at once instead.
 exec {lock_fd}>"$BROKER_DIR.lock"
