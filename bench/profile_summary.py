@@ -19,9 +19,14 @@ ROLES = [  # first match wins, on any frame of the stack
     ("GC", "WorkerThread::run"),
 ]
 
-FRAMES = [
-    ("scheduler JNI calls (NativeScheduler.*)", "io/streamshard/scheduler/NativeScheduler."),
-    ("  of which blocked-wait wake-ups in the kernel", "futex"),
+SCHED = "io/streamshard/scheduler/NativeScheduler."
+FRAMES = [  # (label, frame, only in stacks that also hold this frame)
+    ("scheduler JNI calls (NativeScheduler.*)", SCHED),
+    ("  of which in the kernel (futex waits and wake-ups, context switches)", "_[k]", SCHED),
+    ("  of which the scheduler's own code (streamshard_core::scheduler)", "streamshard_core::scheduler", SCHED),
+    ("  of which attaching to the JVM (jni AttachGuard)", "AttachGuard", SCHED),
+    ("  of which taking the scheduler's lock (Scheduler::lock, spins included)", "Scheduler::lock", SCHED),
+    ("  of which an idle worker's spin for work (Scheduler::spin_for_work)", "spin_for_work", SCHED),
     ("ShardedTask.submit (StreamThread hand-off)", "processor/internals/ShardedTask.submit"),
     ("processor chain (SourceNode.process)", "org/apache/kafka/streams/processor/internals/SourceNode.process"),
     ("KafkaProducer.send", "org/apache/kafka/clients/producer/KafkaProducer.send"),
@@ -50,8 +55,8 @@ def main(path, records=None):
             if chain not in stack and (role == "streamshard workers" or (
                     role == "StreamThread" and "processor/internals/ShardedTask.submit" in stack)):
                 handoff += n
-            for label, p in FRAMES:
-                if p in stack:
+            for label, p, *within in FRAMES:
+                if p in stack and all(w in stack for w in within):
                     frames[label] += n
                     under[label][role] += n
     per = f", µs CPU per record over {records:,} records" if records else ""
@@ -61,10 +66,13 @@ def main(path, records=None):
     for k, c in roles.most_common():
         print(f"  {fmt(c)}  {k}")
     print("\nunder these frames (inclusive; by role):")
-    for label, _ in FRAMES:
+    for label, *_ in FRAMES:
         c = frames[label]
         by = ", ".join(f"{r} {100 * x / total:.1f}%" for r, x in under[label].most_common(3))
         print(f"  {fmt(c)}  {label}" + (f"  [{by}]" if c else ""))
+    work = "the simulated work (Work.run)"
+    print("\nthe processor chain without the simulated work:")
+    print(f"  {fmt(frames['processor chain (SourceNode.process)'] - frames[work])}")
     print("\nthe hand-off (workers outside the processor chain, and ShardedTask.submit outside it):")
     print(f"  {fmt(handoff)}")
 
