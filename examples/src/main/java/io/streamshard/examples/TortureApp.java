@@ -26,8 +26,8 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.common.Metric;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -231,8 +231,11 @@ public final class TortureApp {
      * ({@code streams.num.standby.replicas}), not from the client's: set it to one for this group.
      */
     private static void standbys(String bootstrap, String group) throws Exception {
+        // By name: the examples also compile against Kafka 3.9's clients, which have no GROUP type
+        // (and no streams protocol, so this never runs there).
+        ConfigResource.Type groupType = ConfigResource.Type.valueOf("GROUP");
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group),
+            admin.incrementalAlterConfigs(Map.of(new ConfigResource(groupType, group),
                     List.of(new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"),
                             AlterConfigOp.OpType.SET)))).all().get(60, java.util.concurrent.TimeUnit.SECONDS);
         }
