@@ -549,6 +549,15 @@ def task_returns(inst, stats_lines):
     return returns, moves, examples, standbys
 
 
+def tasks_came_back(run):
+    """Whether any instance has counted a task handed back to it or moved between its threads."""
+    for inst in run.instances.values():
+        returns, moves, _, _ = task_returns(inst, disk_stats(inst)[0])
+        if returns + moves:
+            return True
+    return False
+
+
 def analyse(run, verify, producer):
     result = {"protocol": run.protocol, "topics": run.prefix, "verify": verify, "faults": run.faults,
               "skipped_faults": run.skipped,
@@ -670,6 +679,14 @@ def one_protocol(args, protocol, seconds):
     if code != 0:
         run.fail(f"the group did not catch up within {args.catch_up_s} s: {waited}")
     log(f"caught up in {time.time() - t:.1f} s")
+    # A task the joining instance took goes back where it ran once D's leaving is processed (after a
+    # kill -9: the session timeout, then a rebalance), which may be after the catch-up: if no task
+    # came back to an instance yet, give that up to 30 s before stopping (the check stays strict).
+    deadline = time.time() + 30
+    if not tasks_came_back(run):
+        log("no task handed back yet: waiting up to 30 s for the last rebalance")
+        while time.time() < deadline and not tasks_came_back(run):
+            time.sleep(1)
     for inst in run.instances.values():
         inst.stop_graceful()
     run.stop.set()
