@@ -367,7 +367,8 @@ public final class TortureApp {
                         String id = task.taskId().toString();
                         active.add(id);
                         String before = lastThread.put(id, thread);
-                        if (before != null && !before.equals(thread)) {
+                        // A move only while the task stayed in this process; a return is counted below.
+                        if (activeBefore.contains(id) && before != null && !before.equals(thread)) {
                             tasksMoved++;
                             example("task " + id + " moved from " + before + " to " + thread);
                         }
