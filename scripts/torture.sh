@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The torture test: three instances with the agent under overlapping faults (kill -9, rolling
 # restart, an instance joining and leaving, a stream thread removed and re-added, the broker
-# stopped and resumed, unpaced bursts), then a strict verification of the output by the Rust load
-# tool. It starts and stops its own broker (on TORTURE_BROKER_PORT, default 19292).
+# down and resumed (crashed under exactly-once, stopped under at-least-once), unpaced bursts),
+# then a strict verification of the output by the Rust load tool. It starts and stops its own
+# broker (on TORTURE_BROKER_PORT, default 19292).
 #
 #   bash scripts/torture.sh [--minutes N] [--guarantee alos|eos] [--protocol classic|streams|both]
 #                           [--seed S] [--short] [--report-dir DIR] [--no-build]

@@ -5,6 +5,7 @@
 #   broker.sh fetch             resolve the jars once (fast no-op when cached)
 #   broker.sh start             fetch if needed, wipe and format BROKER_DIR, start, wait until ready
 #   broker.sh stop              graceful stop (SIGTERM), SIGKILL after BROKER_STOP_TIMEOUT; idempotent
+#   broker.sh kill              crash it (SIGKILL, no controlled shutdown); idempotent; data kept
 #   broker.sh resume            start again on the data of the last start (no wipe): a broker restart
 #   broker.sh status            exit 0 if running and accepting connections, 3 if not
 #   broker.sh logs [-f] [N]     last N lines (default 100) of the broker log; -f follows it
@@ -460,6 +461,28 @@ stop() {
   fi
 }
 
+# A crash: SIGKILL, so no controlled shutdown and no flush; `resume` then recovers the logs as
+# after a power cut of the process (the page cache survives, as it does when only the JVM dies).
+# The torture test uses it under exactly-once: a controlled shutdown of the only broker leaves
+# every partition leaderless for a moment, and Kafka's transaction coordinator skips the markers
+# of a leaderless partition as if it were deleted (see tests/broker/README.md).
+crash() {
+  local pid i
+  if ! pid="$(broker_pid)"; then
+    rm -f "$PIDFILE"
+    say "not running (dir $BROKER_DIR)"
+    return 0
+  fi
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    alive "$pid" || break
+    sleep 0.1
+  done
+  alive "$pid" && die "broker (pid $pid) survived SIGKILL"
+  rm -f "$PIDFILE" "$BROKER_DIR/cds.pending"
+  say "killed (pid $pid, SIGKILL); data kept in $BROKER_DIR/data, logs in $LOGDIR"
+}
+
 status() {
   local pid
   if pid="$(broker_pid)"; then
@@ -502,7 +525,7 @@ tool() {
 }
 
 usage() {
-  sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -512,6 +535,7 @@ case "$cmd" in
   fetch) fetch && say "Kafka $KAFKA_VERSION jars in $LIB" ;;
   start) start ;;
   stop) stop ;;
+  kill) crash ;;
   resume) resume ;;
   status) status ;;
   logs) logs "$@" ;;
