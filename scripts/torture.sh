@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The torture test: three instances with the agent under overlapping faults (kill -9, rolling
 # restart, an instance joining and leaving, a stream thread removed and re-added, the broker
-# down and resumed (crashed under exactly-once, stopped under at-least-once), unpaced bursts),
+# stopped and resumed (under exactly-once with the apps paused for the stop), unpaced bursts),
 # then a strict verification of the output by the Rust load tool. It starts and stops its own
 # broker (on TORTURE_BROKER_PORT, default 19292).
 #

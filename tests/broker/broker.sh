@@ -6,6 +6,7 @@
 #   broker.sh start             fetch if needed, wipe and format BROKER_DIR, start, wait until ready
 #   broker.sh stop              graceful stop (SIGTERM), SIGKILL after BROKER_STOP_TIMEOUT; idempotent
 #   broker.sh kill              crash it (SIGKILL, no controlled shutdown); idempotent; data kept
+#   broker.sh freeze | thaw     SIGSTOP / SIGCONT: unresponsive, then back, with no restart
 #   broker.sh resume            start again on the data of the last start (no wipe): a broker restart
 #   broker.sh status            exit 0 if running and accepting connections, 3 if not
 #   broker.sh logs [-f] [N]     last N lines (default 100) of the broker log; -f follows it
@@ -198,6 +199,7 @@ show_log_tail() {
 # SIGTERM, wait up to $2 s, then SIGKILL. Returns 0 after a graceful exit, 2 if it was killed.
 terminate() {
   local pid="$1" timeout="$2" i
+  kill -CONT "$pid" 2>/dev/null || true # a frozen broker runs its shutdown only once thawed
   kill -TERM "$pid" 2>/dev/null || return 0
   for ((i = 0; i < timeout * 10; i++)); do
     alive "$pid" || return 0
@@ -461,11 +463,29 @@ stop() {
   fi
 }
 
-# A crash: SIGKILL, so no controlled shutdown and no flush; `resume` then recovers the logs as
-# after a power cut of the process (the page cache survives, as it does when only the JVM dies).
-# The torture test uses it under exactly-once: a controlled shutdown of the only broker leaves
-# every partition leaderless for a moment, and Kafka's transaction coordinator skips the markers
-# of a leaderless partition as if it were deleted (see tests/broker/README.md).
+frozen() { [[ "$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null)" == T ]]; }
+
+# SIGSTOP: the broker (and its controller) stop answering without closing a connection, as a
+# hung or partitioned machine does; `thaw` (SIGCONT) brings it back with its state untouched: no
+# restart, no leader change. A freeze longer than broker.session.timeout.ms (9 s by default) gets
+# the broker fenced by its own controller when it thaws, and its partitions leaderless for a moment.
+freeze() {
+  local pid
+  pid="$(broker_pid)" || die "not running (dir $BROKER_DIR): nothing to freeze"
+  kill -STOP "$pid"
+  say "frozen (pid $pid, SIGSTOP); 'broker.sh thaw' resumes it"
+}
+
+thaw() {
+  local pid
+  pid="$(broker_pid)" || die "not running (dir $BROKER_DIR): nothing to thaw"
+  kill -CONT "$pid"
+  say "thawed (pid $pid, SIGCONT)"
+}
+
+# A crash: SIGKILL, so no controlled shutdown; `resume` then recovers the logs as after an
+# unclean shutdown (the page cache survives, as it does when only the JVM dies), and the restarted
+# broker registers once its old registration's session (broker.session.timeout.ms) has expired.
 crash() {
   local pid i
   if ! pid="$(broker_pid)"; then
@@ -479,6 +499,11 @@ crash() {
     sleep 0.1
   done
   alive "$pid" && die "broker (pid $pid) survived SIGKILL"
+  # The main thread turns zombie first; the JVM's other threads, and its sockets, go a moment later.
+  for ((i = 0; i < 100; i++)); do
+    port_open "$BROKER_PORT" || port_open "$CONTROLLER_PORT" || break
+    sleep 0.1
+  done
   rm -f "$PIDFILE" "$BROKER_DIR/cds.pending"
   say "killed (pid $pid, SIGKILL); data kept in $BROKER_DIR/data, logs in $LOGDIR"
 }
@@ -486,6 +511,10 @@ crash() {
 status() {
   local pid
   if pid="$(broker_pid)"; then
+    if frozen "$pid"; then
+      say "frozen (pid $pid, SIGSTOP): 'broker.sh thaw' resumes it; dir $BROKER_DIR"
+      return 3
+    fi
     if port_open "$BROKER_PORT"; then
       say "running (pid $pid) on $BOOTSTRAP, Kafka $KAFKA_VERSION, dir $BROKER_DIR"
       return 0
@@ -525,7 +554,7 @@ tool() {
 }
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -536,6 +565,8 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   kill) crash ;;
+  freeze) freeze ;;
+  thaw) thaw ;;
   resume) resume ;;
   status) status ;;
   logs) logs "$@" ;;
