@@ -177,9 +177,12 @@ broker_pid() {
 # so the content is read rather than tested with -s).
 # Alive = the process exists and is not a zombie. (Reading /proc/PID/cmdline was seen to come back
 # empty for a live process under load, around its exec, and a start was wrongly reported failed.)
+# The one-letter state of process $1 (R, S, T, Z, ...), from /proc; fails if there is none.
+proc_state() { sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null; }
+
 alive() {
   local st
-  st=$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  st=$(proc_state "$1") || return 1
   [[ -n "$st" && "$st" != Z && "$st" != X ]]
 }
 
@@ -463,7 +466,7 @@ stop() {
   fi
 }
 
-frozen() { [[ "$(sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null)" == T ]]; }
+frozen() { [[ "$(proc_state "$1")" == T ]]; }
 
 # SIGSTOP: the broker (and its controller) stop answering without closing a connection, as a
 # hung or partitioned machine does; `thaw` (SIGCONT) brings it back with its state untouched: no

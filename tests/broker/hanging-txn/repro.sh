@@ -29,7 +29,7 @@ esac
 export BROKER_PORT="${REPRO_BROKER_PORT:-19392}"
 # A freeze must not outlast the broker's session with its controller (9 s by default).
 [[ "$how" == freeze ]] && export BROKER_EXTRA_PROPS="broker.session.timeout.ms=60000"
-log="/tmp/streamshard-broker-$BROKER_PORT/logs/server.log"
+log="${BROKER_DIR:-/tmp/streamshard-broker-$BROKER_PORT}/logs/server.log"
 trap 'bash "$BROKER" stop >/dev/null 2>&1 || true' EXIT
 hung=0
 for ((run = 1; run <= runs; run++)); do
