@@ -173,13 +173,13 @@ broker_pid() {
   echo "$pid"
 }
 
+# The one-letter state of process $1 (R, S, T, Z, ...), from /proc; fails if there is none.
+proc_state() { sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null; }
+
 # True while $1 is a live process (a zombie's cmdline is empty; procfs files all report size 0,
 # so the content is read rather than tested with -s).
 # Alive = the process exists and is not a zombie. (Reading /proc/PID/cmdline was seen to come back
 # empty for a live process under load, around its exec, and a start was wrongly reported failed.)
-# The one-letter state of process $1 (R, S, T, Z, ...), from /proc; fails if there is none.
-proc_state() { sed -E 's/.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null; }
-
 alive() {
   local st
   st=$(proc_state "$1") || return 1

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -68,7 +69,7 @@ class StatusIT {
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             String addr = StreamShard.statusAddress(streams);
             assertThat(addr).as("the listener's address").startsWith("127.0.0.1:").doesNotEndWith(":0");
-            List<String> states = java.util.Collections.synchronizedList(new ArrayList<>());
+            List<String> states = Collections.synchronizedList(new ArrayList<>());
             long t0 = System.nanoTime();
             streams.setStateListener((now, before) -> states.add(String.format("+%d ms %s->%s",
                     (System.nanoTime() - t0) / 1_000_000, before, now)));
@@ -168,13 +169,13 @@ class StatusIT {
      * the app REBALANCING with every offset committed), and the status shows it truthfully; it must
      * end within 60 s. A failure names every state change the app went through.
      */
-    private static JsonNode awaitRunning(String addr, List<String> states) throws Exception {
+    private static void awaitRunning(String addr, List<String> states) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         JsonNode last;
         do {
             last = status(addr);
             if (last.at("/instance/state").asText().equals("RUNNING")) {
-                return last;
+                return;
             }
             Thread.sleep(100);
         } while (System.nanoTime() < deadline);
