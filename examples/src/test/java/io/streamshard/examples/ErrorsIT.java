@@ -70,6 +70,11 @@ class ErrorsIT {
 
     private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard)
             throws Exception {
+        return app(t, continueOnError, where, streamshard, java.util.Map.of());
+    }
+
+    private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard,
+            java.util.Map<String, String> extra) throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         var in = b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()));
         var checked = !where.equals("serial") ? in.mapValues(this::check)
@@ -87,6 +92,7 @@ class ErrorsIT {
         if (continueOnError) {
             p.put("processing.exception.handler", LogAndContinueProcessingExceptionHandler.class.getName());
         }
+        p.putAll(extra);
         return new KafkaStreams(b.build(), p);
     }
 
@@ -139,6 +145,35 @@ class ErrorsIT {
         assertThat(expected).as("stock's processing error in %s", stockRoot).isNotNull();
         assertThat(processError(root)).as("the processing error in %s", root).isEqualTo(expected);
         assertThat(Inputs.causedBy(root, c -> c instanceof NullPointerException)).as("%s", root).isFalse();
+    }
+
+    /**
+     * A record that fails on a worker while its task gets no further input fails the StreamThread
+     * at once, as stock fails it while processing that record: not at the task's next record
+     * (none comes), nor at its next commit (five minutes away here) or close. Found by Kafka's own
+     * EmitOnChangeIntegrationTest (scripts/conformance.sh): the failure reached the StreamThread
+     * only at close, so its REPLACE_THREAD recovery never came. The poison record's key has one
+     * more record queued behind it, which never runs.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"workers", "serial"})
+    void aFailureOnATaskWithNoFurtherInputFailsTheStreamThreadAtOnce(String where) throws Exception {
+        String suffix = Inputs.suffix("idle");
+        String[] t = {"errors-idle-in" + suffix, "errors-idle-out" + suffix, "it" + suffix};
+        OrderProducer.createTopics(BOOTSTRAP, 1, List.of(t[0], t[1]));
+        Throwable root;
+        try (KafkaStreams streams = app(t, false, where, true, java.util.Map.of("commit.interval.ms", "300000"))) {
+            // Thirty seconds: stock fails within one poll of the record; the commit is 300 s away.
+            root = Inputs.runUntilError(streams, Duration.ofSeconds(30), () -> Inputs.produce(BOOTSTRAP, 2,
+                    i -> new ProducerRecord<>(t[0], "k1", i == 0 ? "poison" : "1")), () -> { });
+        }
+        assertRanWhereExpected(where);
+        assertThat(Inputs.causedBy(root,
+                c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage())))
+                .as("the poison record's exception is in the cause chain of %s", root).isTrue();
+        assertThat(processError(root)).as("%s", root).startsWith("Exception caught in process. taskId=0_0, ");
+        assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer())).as("the record behind it never ran")
+                .isEmpty();
     }
 
     /** The message of stock's processing-error exception in {@code root}'s cause chain, or null. */

@@ -7,6 +7,7 @@ import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
+import io.streamshard.scheduler.RecordTotals;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -190,18 +191,29 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
             }
             handOver(record, info, wallClockTime);
             return HandedOff.INSTANCE;
-        } catch (ShardTaskFailedException e) {
-            // A worker failed after the check above: its own exception, as the drain does.
+        } catch (RuntimeException e) {
+            throw asThrownByProcess(e);
+        }
+    }
+
+    /**
+     * What the StreamThread throws for {@code e} from StreamTask.process: a worker's failure as the
+     * worker gave it, a StreamsException or a client TimeoutException as it is, anything else
+     * wrapped in a StreamsException (see {@link #submit}).
+     */
+    private RuntimeException asThrownByProcess(RuntimeException e) {
+        if (e instanceof ShardTaskFailedException) {
+            // A worker failed: its own exception, as the drain does.
             Throwable f = shard == null ? null : shard.failure();
             if (f instanceof StreamsException) {
-                throw (StreamsException) f;
+                return (StreamsException) f;
             }
-            throw new StreamsException(e.getMessage(), f != null ? f : e, task.id());
-        } catch (StreamsException | org.apache.kafka.common.errors.TimeoutException e) {
-            throw e;
-        } catch (RuntimeException e) {
-            throw new StreamsException("streamshard: task " + task.id() + ": " + e.getMessage(), e, task.id());
+            return new StreamsException(e.getMessage(), f != null ? f : e, task.id());
         }
+        if (e instanceof StreamsException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
+            return e;
+        }
+        return new StreamsException("streamshard: task " + task.id() + ": " + e.getMessage(), e, task.id());
     }
 
     /** What {@link #submit} returns for a record handed to the workers: StreamTask.doProcess skips its body. */
@@ -217,6 +229,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     /** StreamTask.doProcess exit for a record run inline (thrown or not): its time for the inline policy. */
     public void ranInline() {
         inline.timed(System.nanoTime() - inlineStarted);
+        RecordTotals.ranInline();
     }
 
     private void handOver(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
@@ -279,14 +292,28 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         return inline.inline();
     }
 
-    /** StreamTask.isProcessable exit: a task at its cap (scheduler or serial backlog) is not processable. */
-    public boolean processable() {
+    /**
+     * StreamTask.isProcessable exit, given what stock decided: a task at its cap (scheduler or
+     * serial backlog) is not processable. A task a worker failed throws that failure here, from
+     * StreamTask.process, once none of its records runs: stock would have thrown it from the same
+     * call while processing the record, and a task that receives no further record would otherwise
+     * keep it until its next commit or close (up to commit.interval.ms later).
+     */
+    public boolean processable(boolean stock) {
         if (shard == null) {
-            return true;
+            return stock;
         }
-        // A failed task stays processable so that the next record rethrows its failure.
-        if (shard.failure() != null) {
-            return true;
+        ShardExecutor.ShardTask failed = shard;
+        if (failed.failure() != null) {
+            try {
+                drain();
+                rethrowFailure(failed);
+            } catch (RuntimeException e) {
+                throw asThrownByProcess(e);
+            }
+        }
+        if (!stock) {
+            return false;
         }
         if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
             return true;
@@ -445,6 +472,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         /** On a worker: the parallel part, then this ticket's turn at the serial runner. */
         @Override
         public void run() {
+            RecordTotals.ranOnWorker();
             runParallelPart();
             if (owner.serialRegion != null) {
                 owner.serialRegion.finished(this);
@@ -531,6 +559,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
                 }
                 return;
             }
+            RecordTotals.ranSerialPart();
             long started = owner.inline.timing() || measured ? System.nanoTime() : 0;
             try {
                 replay(p);

@@ -81,9 +81,9 @@ public final class StreamShardAdvice {
     public static final class IsProcessable {
         @Advice.OnMethodExit
         static void exit(@Advice.This StreamTask task, @Advice.Return(readOnly = false) boolean processable) {
-            if (processable) {
-                ShardedTask s = StreamShardInstances.task(task);
-                processable = s == null || s.processable();
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                processable = s.processable(processable);
             }
         }
     }
