@@ -27,6 +27,15 @@ public final class StreamShard {
     }
 
     /**
+     * The {@code streamshard.*} settings the instance was given, each as its value and where it
+     * came from: {@code "0 (agent argument)"}, {@code "16 (application)"}, {@code "8 (system
+     * property)"}; a key not listed has its default. Empty if streamshard does not run this instance.
+     */
+    public static Map<String, String> settings(KafkaStreams streams) {
+        return StreamShardInstances.settings(streams);
+    }
+
+    /**
      * Installs the agent into the running JVM, for applications that cannot add
      * {@code -javaagent:}. Call it before the first {@code KafkaStreams} is created. It attaches
      * to the JVM itself, which needs {@code -Djdk.attach.allowAttachSelf=true} (or an external

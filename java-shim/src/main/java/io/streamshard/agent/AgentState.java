@@ -12,7 +12,23 @@ public final class AgentState {
     private static final java.util.Map<ClassLoader, java.util.Map<String, String>> VARIANTS =
             java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
+    /** The agent's argument as the JVM gave it (null: none); parsed and checked by the settings. */
+    private static volatile String agentArguments;
+
     private AgentState() {}
+
+    /** Keeps the agent's argument ({@code -javaagent:streamshard.jar=ARGS}). */
+    static void agentArguments(String args) {
+        agentArguments = args;
+    }
+
+    /**
+     * The agent's argument: {@code streamshard.*} defaults for every instance of the JVM, as
+     * {@code key=value} pairs separated by commas, the {@code streamshard.} prefix optional; null if none.
+     */
+    public static String agentArguments() {
+        return agentArguments;
+    }
 
     /** Records the first transformation failure. */
     public static void fail(String what) {

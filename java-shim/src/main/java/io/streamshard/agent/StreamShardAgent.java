@@ -144,9 +144,13 @@ public final class StreamShardAgent {
 
     private StreamShardAgent() {}
 
-    /** Called by {@link Premain}; never throws. */
-    public static void premain(Instrumentation inst) {
+    /**
+     * Called by {@link Premain} with the agent's argument (default settings, see
+     * {@link AgentState#agentArguments()}); never throws.
+     */
+    public static void premain(Instrumentation inst, String args) {
         try {
+            AgentState.agentArguments(args);
             register(inst);
         } catch (Throwable t) {
             AgentLog.error(null, "streamshard: the agent could not start (" + t + "); nothing was changed, the "

@@ -97,19 +97,71 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "listener has no authentication: it shows topology, task ids, offsets and "
                             + "streamshard.* settings (never any other setting).");
 
+    /** Where a setting's value came from, highest precedence first. */
+    public enum Source {
+        /** The application's own {@code Properties} (the StreamsConfig). */
+        APPLICATION("application"),
+        /** A JVM system property, {@code -Dstreamshard.workers=16}. */
+        SYSTEM_PROPERTY("system property"),
+        /** The agent's argument, {@code -javaagent:streamshard.jar=workers=16}. */
+        AGENT_ARGUMENT("agent argument");
+
+        private final String shown;
+
+        Source(String shown) {
+            this.shown = shown;
+        }
+
+        @Override
+        public String toString() {
+            return shown;
+        }
+    }
+
     // Read on every record: parsed once here, not looked up in the config map each time.
     private final long drainTimeoutMs;
     private final long inlineBelowNanos;
+    /** Every streamshard.* key given, by where its value came from; unmodifiable. */
+    private final java.util.SortedMap<String, Source> sources;
 
-    private StreamShardConfig(Map<?, ?> props) {
+    private StreamShardConfig(Map<?, ?> props, java.util.SortedMap<String, Source> sources) {
         super(DEF, props, false);
+        this.sources = java.util.Collections.unmodifiableSortedMap(sources);
         drainTimeoutMs = getLong(DRAIN_TIMEOUT_MS);
         inlineBelowNanos = getInt(INLINE_BELOW_US) * 1_000L;
     }
 
-    /** Reads and checks the settings; only {@code streamshard.*} keys are considered. */
+    /**
+     * Reads and checks the settings: the application's {@code streamshard.*} keys, and for a key
+     * it does not set, a system property of that name, else the agent's argument.
+     */
     public static StreamShardConfig from(Map<?, ?> props) {
-        StreamShardConfig c = new StreamShardConfig(props);
+        return from(props, System.getProperties(), io.streamshard.agent.AgentState.agentArguments());
+    }
+
+    /** {@link #from(Map)} with the system properties and agent argument given (tests). */
+    static StreamShardConfig from(Map<?, ?> props, Map<?, ?> systemProperties, String agentArguments) {
+        Map<Object, Object> merged = new java.util.HashMap<>(props);
+        java.util.SortedMap<String, Source> sources = new java.util.TreeMap<>();
+        props.keySet().forEach(k -> {
+            if (k instanceof String && ((String) k).startsWith(PREFIX)) {
+                sources.put((String) k, Source.APPLICATION);
+            }
+        });
+        // Values from outside are checked even where the application overrides them: an
+        // operator's typo in JAVA_TOOL_OPTIONS must not wait for the one app that lacks the key.
+        for (String key : DEF.names()) {
+            Object v = systemProperties.get(key);
+            if (v != null && merged.putIfAbsent(key, checked(key, v, Source.SYSTEM_PROPERTY)) == null) {
+                sources.put(key, Source.SYSTEM_PROPERTY);
+            }
+        }
+        parseAgentArguments(agentArguments).forEach((key, v) -> {
+            if (merged.putIfAbsent(key, checked(key, v, Source.AGENT_ARGUMENT)) == null) {
+                sources.put(key, Source.AGENT_ARGUMENT);
+            }
+        });
+        StreamShardConfig c = new StreamShardConfig(merged, sources);
         int perTask = c.getInt(MAX_INFLIGHT_PER_TASK);
         int total = c.getInt(MAX_INFLIGHT);
         if (perTask > total) {
@@ -129,6 +181,54 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public static StreamShardConfig from(Properties props) {
         return from((Map<?, ?>) props);
+    }
+
+    /**
+     * The agent's argument as settings: {@code key=value} pairs separated by commas, each key
+     * with or without the {@code streamshard.} prefix; a piece without {@code =} continues the
+     * previous value, so that a list keeps its commas ({@code parallel.processors=A,B,workers=4}).
+     *
+     * @throws ConfigException naming the key for an unknown key, or the argument if it does not
+     *     start with key=value
+     */
+    static Map<String, String> parseAgentArguments(String args) {
+        Map<String, String> out = new java.util.LinkedHashMap<>();
+        if (args == null || args.trim().isEmpty()) {
+            return out;
+        }
+        String last = null;
+        for (String piece : args.split(",", -1)) {
+            int eq = piece.indexOf('=');
+            if (eq < 0) {
+                if (last == null) {
+                    throw new ConfigException("streamshard agent argument", args,
+                            "must be key=value pairs separated by commas, e.g. inline.below.us=0,workers=16");
+                }
+                out.put(last, out.get(last) + "," + piece.trim());
+                continue;
+            }
+            String key = piece.substring(0, eq).trim();
+            if (!key.startsWith(PREFIX)) {
+                key = PREFIX + key;
+            }
+            if (!DEF.names().contains(key)) {
+                throw new ConfigException(key, piece.substring(eq + 1).trim(), "unknown streamshard setting, from "
+                        + "the agent argument; known: " + String.join(", ", new java.util.TreeSet<>(DEF.names())));
+            }
+            out.put(key, piece.substring(eq + 1).trim());
+            last = key;
+        }
+        return out;
+    }
+
+    /** {@code value} if it is valid for {@code key}; else a ConfigException naming the key and where it came from. */
+    private static Object checked(String key, Object value, Source source) {
+        try {
+            DEF.parse(Map.of(key, value));
+        } catch (ConfigException e) {
+            throw new ConfigException(e.getMessage() + " (from the " + source + ")");
+        }
+        return value;
     }
 
     private static long maxPollInterval(Map<?, ?> props) {
@@ -235,11 +335,19 @@ public final class StreamShardConfig extends AbstractConfig {
         return getBoolean(STATUS_ALLOW_REMOTE);
     }
 
-    /** The given {@code streamshard.*} settings, as strings (what the status listener shows). */
+    /**
+     * The given {@code streamshard.*} settings, from the application or from outside it, as
+     * strings (what the status listener shows).
+     */
     public java.util.SortedMap<String, String> shown() {
         java.util.SortedMap<String, String> out = new java.util.TreeMap<>();
         originalsWithPrefix(PREFIX, false).forEach((k, v) -> out.put(k, String.valueOf(v)));
         return out;
+    }
+
+    /** Every given {@code streamshard.*} key and where its value came from; keys left out have their default. */
+    public java.util.SortedMap<String, Source> sources() {
+        return sources;
     }
 
     /** The settings as a Markdown table, for the README. */

@@ -30,14 +30,18 @@ public final class Premain {
     private Premain() {}
 
     public static void premain(String args, Instrumentation inst) {
-        start(inst);
+        start(args, inst);
     }
 
     public static void agentmain(String args, Instrumentation inst) {
-        start(inst);
+        start(args, inst);
     }
 
-    static void start(Instrumentation inst) {
+    /**
+     * {@code args}: the agent's argument ({@code -javaagent:streamshard.jar=inline.below.us=0,workers=16}),
+     * default {@code streamshard.*} settings for every instance; checked where the settings are.
+     */
+    static void start(String args, Instrumentation inst) {
         try {
             String spec = System.getProperty("java.specification.version");
             if (!supported(spec)) {
@@ -46,8 +50,8 @@ public final class Premain {
                 return;
             }
             shareAgentLayer(inst);
-            Class.forName("io.streamshard.agent.StreamShardAgent").getMethod("premain", Instrumentation.class)
-                    .invoke(null, inst);
+            Class.forName("io.streamshard.agent.StreamShardAgent").getMethod("premain", Instrumentation.class,
+                    String.class).invoke(null, inst, args);
         } catch (Throwable t) {
             Throwable cause = t instanceof java.lang.reflect.InvocationTargetException ? t.getCause() : t;
             System.err.println("[streamshard] ERROR io.streamshard - streamshard: the agent could not start (" + cause

@@ -158,4 +158,49 @@ class StreamShardConfigTest {
             assertThat(md).contains(key);
         }
     }
+
+    @Test
+    void settingsFromOutsideTheApplicationAreDefaultsTheApplicationOverrides() {
+        StreamShardConfig c = StreamShardConfig.from(
+                Map.of("streamshard.workers", "8", "application.id", "app"),
+                Map.of("streamshard.workers", "4", "streamshard.drain.timeout.ms", "5000",
+                        "streamshard.it.bootstrap", "ignored: not a setting"),
+                "inline.below.us=0,streamshard.drain.timeout.ms=7000,parallel.processors=A,B,caching=disable");
+        assertThat(c.workers()).isEqualTo(8);
+        assertThat(c.drainTimeoutMs()).isEqualTo(5_000);
+        assertThat(c.inlineBelowNanos()).isZero();
+        assertThat(c.parallelProcessors()).isEqualTo(List.of("A", "B"));
+        assertThat(c.keepCaching()).isFalse();
+        assertThat(c.sources()).containsExactly(
+                Map.entry("streamshard.caching", StreamShardConfig.Source.AGENT_ARGUMENT),
+                Map.entry("streamshard.drain.timeout.ms", StreamShardConfig.Source.SYSTEM_PROPERTY),
+                Map.entry("streamshard.inline.below.us", StreamShardConfig.Source.AGENT_ARGUMENT),
+                Map.entry("streamshard.parallel.processors", StreamShardConfig.Source.AGENT_ARGUMENT),
+                Map.entry("streamshard.workers", StreamShardConfig.Source.APPLICATION));
+        assertThat(c.shown()).containsEntry("streamshard.inline.below.us", "0")
+                .containsEntry("streamshard.drain.timeout.ms", "5000")
+                .doesNotContainKey("streamshard.it.bootstrap");
+        assertThat(StreamShardConfig.from(Map.of(), Map.of(), null).sources()).isEmpty();
+        assertThat(StreamShardConfig.from(Map.of(), Map.of(), " ").sources()).isEmpty();
+    }
+
+    @Test
+    void badSettingsFromOutsideNameTheKeyAndWhereTheyCameFrom() {
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "workers=lots"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers").hasMessageContaining("agent argument");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of("streamshard.workers", "0"), null))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers").hasMessageContaining("system property");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "inline.below.uss=0"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.inline.below.uss").hasMessageContaining("unknown");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "16"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("key=value");
+        // An invalid value from outside is an error even where the application sets the key.
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.workers", "8"), Map.of(), "workers=0"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers");
+    }
 }

@@ -210,6 +210,17 @@ public final class StreamShardInstances {
         return out;
     }
 
+    /** Per given streamshard.* key: its value and where it came from; empty if streamshard does not run it. */
+    public static Map<String, String> settings(KafkaStreams streams) {
+        Map<String, String> out = new LinkedHashMap<>();
+        Instance instance = BY_STREAMS.get(streams);
+        if (instance != null) {
+            java.util.SortedMap<String, String> shown = instance.config.shown();
+            instance.config.sources().forEach((k, source) -> out.put(k, shown.get(k) + " (" + source + ")"));
+        }
+        return out;
+    }
+
     /** Per task id, per node: {@code parallel} or {@code serial region: why}. */
     public static Map<String, Map<String, String>> explainNodes(KafkaStreams streams) {
         Map<String, Map<String, String>> out = new LinkedHashMap<>();

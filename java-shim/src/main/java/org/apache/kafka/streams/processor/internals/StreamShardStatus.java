@@ -129,6 +129,9 @@ final class StreamShardStatus {
                 .field("max_inflight", instance.config.maxInflight());
         j.key("config").object();
         shown.forEach(j::field);
+        j.end();
+        j.key("config_source").object();
+        instance.config.sources().forEach((k, v) -> j.field(k, v.toString()));
         j.end().end();
 
         Map<String, ShardedTask> sharded = new HashMap<>();
