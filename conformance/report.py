@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Joins a conformance run's rows (stock and streamshard) into one row per test and a summary.
+
+Inputs are the files RecordCountsListener writes (class, test, result, on workers, serial, inline,
+reason), one per mode; a test run again after a failure (surefire's rerun) has several rows, the
+last one its result, and any earlier failure makes it "flaky". The stock rows come from this run
+(--stock) or from the recorded baseline; exclusions from excluded.tsv (class, test or *, reason).
+
+  report.py OUT_DIR [--baseline FILE] [--excluded FILE] [--classes-run FILE]
+writes OUT_DIR/results.tsv and OUT_DIR/summary.md; exits 1 if a test that passes stock fails with
+streamshard and is not excluded ("ours").
+"""
+import argparse
+import collections
+import os
+import sys
+
+
+def read_rows(path):
+    """{(class, test): [result, workers, serial, inline, reason, all results]} in file order."""
+    out = collections.OrderedDict()
+    if not path or not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 6:
+                continue
+            parts += [""] * (7 - len(parts))
+            cls, test, result, workers, serial, inline, reason = parts[:7]
+            prev = out.get((cls, test))
+            history = (prev["history"] if prev else []) + [result]
+            counts = [workers, serial, inline]
+            if prev and prev["counts"][0] not in ("-", ""):
+                counts = [str(int(a) + int(b)) if a.isdigit() and b.isdigit() else a
+                          for a, b in zip(prev["counts"], counts)]
+            out[(cls, test)] = {"result": result, "counts": counts, "reason": reason, "history": history}
+    return out
+
+
+def outcome(row):
+    if row is None:
+        return "no result"
+    h = row["history"]
+    if row["result"] == "SUCCESSFUL":
+        return "flaky" if len(h) > 1 else "passed"
+    if row["result"] == "SKIPPED":
+        return "skipped"
+    return "failed"
+
+
+def read_excluded(path):
+    out = {}
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip() or line.startswith("#"):
+                    continue
+                cls, test, reason = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+                out[(cls, test)] = reason
+    return out
+
+
+def excluded_reason(excluded, cls, test):
+    method = test.split("[")[0]
+    for key in ((cls, test), (cls, method), (cls, "*")):
+        if key in excluded:
+            return excluded[key]
+    return None
+
+
+def verdict(stock, shard, why_excluded):
+    if why_excluded is not None:
+        return "excluded"
+    if stock in ("failed", "flaky", "no result") and shard != "passed":
+        return "fails stock"
+    if shard == "passed":
+        return "passed"
+    if shard == "skipped" and stock == "skipped":
+        return "skipped"
+    if shard == "flaky":
+        return "flaky"
+    return "ours"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--baseline")
+    ap.add_argument("--excluded")
+    ap.add_argument("--title", default="")
+    a = ap.parse_args()
+    stock_path = os.path.join(a.out, "stock.tsv")
+    stock = read_rows(stock_path if os.path.exists(stock_path) else a.baseline)
+    shard = read_rows(os.path.join(a.out, "streamshard.tsv"))
+    excluded = read_excluded(a.excluded)
+    run_classes = {c for c, _ in shard}
+    keys = list(shard) + [k for k in stock if k[0] in run_classes and k not in shard]
+    rows = []
+    for cls, test in keys:
+        s, g = stock.get((cls, test)), shard.get((cls, test))
+        so, go = outcome(s), outcome(g)
+        why = excluded_reason(excluded, cls, test)
+        v = verdict(so, go, why)
+        counts = g["counts"] if g else ["-", "-", "-"]
+        note = why if why is not None else (g["reason"] if g and v in ("ours", "flaky") else "")
+        rows.append([cls, test, so, go, v] + counts + [note])
+    with open(os.path.join(a.out, "results.tsv"), "w", encoding="utf-8") as f:
+        f.write("class\ttest\tstock\tstreamshard\tverdict\ton_workers\tserial_region\tinline\tnote\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+
+    per_class = collections.OrderedDict()
+    for r in rows:
+        c = per_class.setdefault(r[0], collections.Counter())
+        c[r[4]] += 1
+        c["tests"] += 1
+        for i, k in ((5, "workers"), (6, "serial"), (7, "inline")):
+            if r[i].isdigit():
+                c[k] += int(r[i])
+        if r[5].isdigit() and int(r[5]) > 0:
+            c["on_workers_tests"] += 1
+    total = collections.Counter()
+    for c in per_class.values():
+        total.update(c)
+    verdicts = ["passed", "ours", "flaky", "excluded", "fails stock", "skipped"]
+    with open(os.path.join(a.out, "summary.md"), "w", encoding="utf-8") as f:
+        if a.title:
+            f.write(a.title + "\n\n")
+        f.write("%d classes, %d tests: " % (len(per_class), total["tests"])
+                + ", ".join("%s %d" % (v, total[v]) for v in verdicts) + "; "
+                + "%d tests ran records on the workers (%d records on workers, %d serial parts, %d inline)\n\n"
+                % (total["on_workers_tests"], total["workers"], total["serial"], total["inline"]))
+        f.write("| class | tests | " + " | ".join(verdicts) + " | tests with records on workers "
+                "| records on workers | serial parts | inline |\n")
+        f.write("|---|" + "---:|" * (len(verdicts) + 5) + "\n")
+        for cls, c in per_class.items():
+            f.write("| %s | %d | " % (cls, c["tests"]) + " | ".join(str(c[v]) for v in verdicts)
+                    + " | %d | %d | %d | %d |\n" % (c["on_workers_tests"], c["workers"], c["serial"], c["inline"]))
+        bad = [r for r in rows if r[4] in ("ours", "flaky")]
+        if bad:
+            f.write("\nPassed stock, not with streamshard:\n\n")
+            for r in bad:
+                f.write("- %s %s: %s (%s)\n" % (r[4], r[0], r[1], r[8][:300]))
+    print(open(os.path.join(a.out, "summary.md"), encoding="utf-8").read().split("\n\n")[0 if not a.title else 1])
+    return 1 if any(r[4] == "ours" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

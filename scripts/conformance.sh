@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Kafka Streams' own integration tests, from the test jar Apache Kafka publishes on Maven Central
+# (org.apache.kafka:kafka-streams-integration-tests:<version>:test; never copied into this repo),
+# run with Surefire under -javaagent:streamshard.jar=inline.below.us=0 (every record of a
+# streamshard task handed to the workers), and compared, test by test, with stock.
+#
+#   bash scripts/conformance.sh [--kafka V] [--tests V] [--classes PATTERN] [--subset FILE]
+#                               [--stock] [--resume] [--rerun N] [--no-build] [--jar JAR] [--out DIR]
+#
+#   --kafka V        the Kafka Streams (and clients, and embedded broker) the tests run on (4.3.1)
+#   --tests V        the version of the published test jar (4.3.1, the newest served here)
+#   --classes P      test classes: comma-separated simple names, * as a wildcard (all)
+#   --subset FILE    test classes listed in FILE, one per line (conformance/ci-classes.txt in CI)
+#   --stock          run every class stock first too; without it, stock's results are the
+#                    recorded baseline conformance/stock-<tests>-on-<kafka>.tsv
+#   --resume         skip classes that already have rows in the output directory
+#   --rerun N        run a failed test up to N more times (0); a pass after a failure is "flaky"
+#   --jar JAR        the agent jar to run (default: java-shim's, built first unless --no-build)
+#
+# Writes target/conformance/<kafka>/: stock.tsv and streamshard.tsv (one row per test: result and
+# how many records ran on the workers, in a serial region and inline during it), the Surefire
+# reports of each mode, times.tsv, results.tsv (one row per test with its verdict) and summary.md.
+# Exits 1 if a test that passes stock fails with streamshard and is not excluded by name, with
+# its reason, in conformance/excluded.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+kafka=4.3.1 tests=4.3.1 classes="" subset="" stock=0 resume=0 rerun=0 build=1 out="" jar=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kafka) kafka="$2"; shift 2 ;;
+    --tests) tests="$2"; shift 2 ;;
+    --classes) classes="$2"; shift 2 ;;
+    --subset) subset="$2"; shift 2 ;;
+    --stock) stock=1; shift ;;
+    --resume) resume=1; shift ;;
+    --rerun) rerun="$2"; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --out) out="$2"; shift 2 ;;
+    --jar) jar="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; build=0; shift 2 ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+  esac
+done
+out="${out:-target/conformance/$kafka}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+. scripts/lib/toolchain.sh
+
+jar="${jar:-$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar}"
+if [ "$build" = 1 ] || [ ! -f "$jar" ]; then
+  echo "==> the agent jar"
+  mvn -B -q --no-transfer-progress -pl java-shim package -DskipTests
+fi
+
+mvn_conf=(mvn -B -q --no-transfer-progress -f conformance/pom.xml -Dstreams.version="$kafka"
+  -Dconformance.tests.version="$tests")
+echo "==> Kafka's integration tests $tests (test jar) on Kafka $kafka: resolving"
+"${mvn_conf[@]}" test-compile
+testjar="$HOME/.m2/repository/org/apache/kafka/kafka-streams-integration-tests/$tests/kafka-streams-integration-tests-$tests-test.jar"
+
+# Every concrete test class of the jar (Surefire skips abstract ones and finds the same list).
+all=$(unzip -Z1 "$testjar" | sed -n 's#^org/apache/kafka/streams/integration/\([A-Za-z0-9]*Test\)\.class$#\1#p' | sort)
+selected=$(ALL="$all" python3 - "$classes" "$subset" <<'PY'
+import fnmatch, os, sys
+pats = [p.strip() for p in sys.argv[1].split(",") if p.strip()]
+if sys.argv[2]:
+    pats += [l.split("#")[0].strip() for l in open(sys.argv[2]) if l.split("#")[0].strip()]
+for c in os.environ["ALL"].split():
+    if not pats or any(fnmatch.fnmatchcase(c, p) for p in pats):
+        print(c)
+PY
+)
+[ -n "$selected" ] || { echo "no test class matches '$classes$subset'" >&2; exit 2; }
+n=$(wc -w <<<"$selected")
+
+baseline="conformance/stock-$tests-on-$kafka.tsv"
+report() {
+  python3 conformance/report.py "$out" --excluded conformance/excluded.tsv \
+    ${baseline:+--baseline "$baseline"} --title "Kafka Streams $tests integration tests on Kafka $kafka"
+}
+
+run_class() { # run_class MODE CLASS
+  local mode="$1" cls="$2" argline="" started rc
+  if [ "$mode" = streamshard ]; then
+    argline="-javaagent:$jar=inline.below.us=0"
+  fi
+  if [ "$resume" = 1 ] && [ -f "$out/$mode.tsv" ] && grep -q "^$cls	" "$out/$mode.tsv"; then
+    return 0
+  fi
+  started=$(date +%s)
+  rc=0
+  "${mvn_conf[@]}" -o test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false \
+    -Dconformance.argLine="$argline" -Dconformance.rerun="$rerun" \
+    -Dconformance.counts="$out/$mode.tsv" -Dconformance.reports="$out/$mode-reports" \
+    >"$out/$mode-$cls.log" 2>&1 || rc=$?
+  printf '%s\t%s\t%s\t%s\n' "$cls" "$mode" "$(( $(date +%s) - started ))" "$rc" >>"$out/times.tsv"
+  if [ "$rc" != 0 ] && ! grep -q "^$cls	" "$out/$mode.tsv" 2>/dev/null; then
+    echo "   $mode $cls: no test ran (see $out/$mode-$cls.log)"
+    printf '%s\t(class)\tFAILED\t-\t-\t-\tno test ran: fork died or timed out (exit %s)\n' "$cls" "$rc" >>"$out/$mode.tsv"
+  fi
+}
+
+i=0
+for cls in $selected; do
+  i=$((i + 1))
+  echo "==> [$i/$n] $cls"
+  if [ "$stock" = 1 ]; then run_class stock "$cls"; fi
+  run_class streamshard "$cls"
+  report >/dev/null || true
+done
+echo "==> results: $out/results.tsv, $out/summary.md"
+report
