@@ -8,7 +8,8 @@ import org.apache.kafka.streams.StreamsBuilder;
 
 /**
  * Builds a small topology and a KafkaStreams (never started: no broker needed) with the settings
- * given as {@code key=value} arguments, prints whether streamshard runs it, and closes it.
+ * given as {@code key=value} arguments, prints whether streamshard runs it and the settings it
+ * was given, and closes it.
  */
 public final class CreateOnlyMain {
     private CreateOnlyMain() {}
@@ -26,6 +27,7 @@ public final class CreateOnlyMain {
         }
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             System.out.println("streamshard active: " + StreamShard.active(streams));
+            System.out.println("streamshard settings: " + StreamShard.settings(streams));
         }
     }
 }

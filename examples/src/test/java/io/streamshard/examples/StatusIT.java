@@ -286,6 +286,8 @@ class StatusIT {
         assertThat(keys).as("only streamshard.* settings are shown").isNotEmpty()
                 .allSatisfy(k -> assertThat(k).startsWith("streamshard."))
                 .contains("streamshard.workers", "streamshard.status.listener");
+        assertThat(snap.at("/instance/config_source/streamshard.workers").asText()).as("where the setting came from")
+                .isEqualTo("application");
         assertThat(snap.toString()).as("no other setting leaks").doesNotContain(BOOTSTRAP).doesNotContain("state.dir");
         assertThat(snap.at("/threads").size()).isEqualTo(2);
 
