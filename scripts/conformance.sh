@@ -54,6 +54,10 @@ fi
 
 mvn_conf=(mvn -B -q --no-transfer-progress -f conformance/pom.xml -Dstreams.version="$kafka"
   -Dconformance.tests.version="$tests")
+older() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$1" ]; }
+if older "$tests" 4.4 && ! older "$kafka" 4.4; then
+  mvn_conf+=(-Pcompat-4.4) # 4.4 moved a class the older test utilities call (conformance/src/compat-4.4)
+fi
 echo "==> Kafka's integration tests $tests (test jar) on Kafka $kafka: resolving"
 "${mvn_conf[@]}" test-compile
 testjar="$HOME/.m2/repository/org/apache/kafka/kafka-streams-integration-tests/$tests/kafka-streams-integration-tests-$tests-test.jar"
@@ -74,6 +78,11 @@ PY
 n=$(wc -w <<<"$selected")
 
 baseline="conformance/stock-$tests-on-$kafka.tsv"
+if [ "$stock" = 0 ] && [ ! -f "$baseline" ]; then
+  echo "no recorded stock results for these tests on Kafka $kafka ($baseline): run with --stock" >&2
+  exit 2
+fi
+[ "$stock" = 1 ] && baseline=""
 report() {
   python3 conformance/report.py "$out" --excluded conformance/excluded.tsv \
     ${baseline:+--baseline "$baseline"} --title "Kafka Streams $tests integration tests on Kafka $kafka"

@@ -12,6 +12,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.engine.support.descriptor.ClassSource;
 import org.junit.platform.engine.support.descriptor.MethodSource;
 import org.junit.platform.launcher.TestExecutionListener;
 import org.junit.platform.launcher.TestIdentifier;
@@ -22,7 +23,8 @@ import org.junit.platform.launcher.TestIdentifier;
  * ({@code io.streamshard.scheduler.RecordTotals}, in the agent's bootstrap layer) read before and
  * after the test. One tab-separated row per test to the file in {@code conformance.counts}:
  * class, test (the method; for a parameterized test also its invocation number and display name),
- * result, on workers, serial, inline, and the failure or skip reason. Without the agent the counts are "-". Registered through ServiceLoader, so Kafka's test
+ * result, on workers, serial, inline, and the failure or skip reason; a class that fails before its
+ * tests start (static set-up, {@code @BeforeAll}) gets one row, test "(class)". Without the agent the counts are "-". Registered through ServiceLoader, so Kafka's test
  * classes run unchanged.
  */
 public final class RecordCountsListener implements TestExecutionListener {
@@ -70,6 +72,11 @@ public final class RecordCountsListener implements TestExecutionListener {
 
     @Override
     public void executionFinished(TestIdentifier test, TestExecutionResult result) {
+        if (!test.isTest() && result.getStatus() != TestExecutionResult.Status.SUCCESSFUL
+                && test.getSource().orElse(null) instanceof ClassSource) {
+            // The class itself failed (its static set-up, a @BeforeAll): its tests never started.
+            write(test, result.getStatus().name(), null, null, result.getThrowable().map(String::valueOf).orElse(""));
+        }
         if (test.isTest()) {
             write(test, result.getStatus().name(), started.remove(test.getUniqueId()), read(),
                     result.getThrowable().map(String::valueOf).orElse(""));
@@ -91,6 +98,10 @@ public final class RecordCountsListener implements TestExecutionListener {
             if (invocation.find()) {
                 method += "[" + invocation.group(1) + "] " + test.getDisplayName();
             }
+        } else if (test.getSource().orElse(null) instanceof ClassSource) {
+            String name = ((ClassSource) test.getSource().get()).getClassName();
+            cls = name.substring(name.lastIndexOf('.') + 1);
+            method = "(class)";
         }
         StringBuilder row = new StringBuilder().append(cls).append('\t').append(clean(method)).append('\t')
                 .append(result);
