@@ -6,6 +6,7 @@ import io.streamshard.config.StreamShardConfig;
 import io.streamshard.runtime.ShardExecutor;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
@@ -266,17 +267,27 @@ public final class StreamShardInstances {
 
     // ---------------------------------------------------------------- tasks
 
+    /**
+     * The decision for a task of a named topology (Kafka Streams' internal, experimental
+     * NamedTopology API, {@code KafkaStreamsNamedTopologyWrapper}): the scheduler, the metrics and
+     * the status listener tell an instance's tasks apart by sub-topology and partition, which two
+     * named topologies share, so such tasks run stock. Found by Kafka's PauseResumeIntegrationTest.
+     */
+    static final Classification NAMED_TOPOLOGY = new Classification(Map.of(), List.of(), Classification.Mode.STOCK,
+            "a task of a named topology (Kafka Streams' internal NamedTopology API) runs stock");
+
     /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
     public static void taskCreated(StreamTask task, Object metrics, org.apache.kafka.common.metrics.Sensor processLatency) {
         Instance instance = INSTANCES.get(metrics);
         if (instance == null || AgentState.failure() != null) {
             return;
         }
-        Classification c = TopologyInspector.classify(task.topology, instance.config.parallelProcessors(),
-                instance.config.serialProcessors(), instance.defaultKeySerde);
+        boolean named = task.id().topologyName() != null;
+        Classification c = named ? NAMED_TOPOLOGY : TopologyInspector.classify(task.topology,
+                instance.config.parallelProcessors(), instance.config.serialProcessors(), instance.defaultKeySerde);
         String id = task.id().toString();
         instance.decisions.put(id, c);
-        if (instance.status != null) {
+        if (instance.status != null && !named) {
             instance.graphs.putIfAbsent(task.id().subtopology(),
                     TopologyInspector.graphJson(task.id().subtopology(), task.topology, c));
         }
