@@ -13,7 +13,13 @@ streamshard and is not excluded ("ours").
 import argparse
 import collections
 import os
+import re
 import sys
+
+
+# An object's identity hash in a parameterized test's display name (Topology@62c5bbdc) differs
+# from run to run; without it the names of two runs match.
+IDENTITY = re.compile(r"@[0-9a-f]{5,8}\b")
 
 
 def read_rows(path):
@@ -28,6 +34,7 @@ def read_rows(path):
                 continue
             parts += [""] * (7 - len(parts))
             cls, test, result, workers, serial, inline, reason = parts[:7]
+            test = IDENTITY.sub("@", test)
             prev = out.get((cls, test))
             history = (prev["history"] if prev else []) + [result]
             counts = [workers, serial, inline]

@@ -12,12 +12,13 @@
 #   --classes P      test classes: comma-separated simple names, * as a wildcard (all)
 #   --subset FILE    test classes listed in FILE, one per line (conformance/ci-classes.txt in CI)
 #   --stock          run every class stock first too; without it, stock's results are the
-#                    recorded baseline conformance/stock-<tests>-on-<kafka>.tsv
-#   --resume         skip classes that already have rows in the output directory
+#                    recorded ones, conformance/runs/<tests>-on-<kafka>/stock.tsv
+#   --resume         skip classes that already have rows in the output directory (a long run in
+#                    pieces: --out conformance/runs/<tests>-on-<kafka> --stock --resume)
 #   --rerun N        run a failed test up to N more times (0); a pass after a failure is "flaky"
 #   --jar JAR        the agent jar to run (default: java-shim's, built first unless --no-build)
 #
-# Writes target/conformance/<kafka>/: stock.tsv and streamshard.tsv (one row per test: result and
+# Writes --out (target/conformance/<kafka>): stock.tsv and streamshard.tsv (one row per test: result and
 # how many records ran on the workers, in a serial region and inline during it), the Surefire
 # reports of each mode, times.tsv, results.tsv (one row per test with its verdict) and summary.md.
 # Exits 1 if a test that passes stock fails with streamshard and is not excluded by name, with
@@ -77,7 +78,7 @@ PY
 [ -n "$selected" ] || { echo "no test class matches '$classes$subset'" >&2; exit 2; }
 n=$(wc -w <<<"$selected")
 
-baseline="conformance/stock-$tests-on-$kafka.tsv"
+baseline="$PWD/conformance/runs/$tests-on-$kafka/stock.tsv"
 if [ "$stock" = 0 ] && [ ! -f "$baseline" ]; then
   echo "no recorded stock results for these tests on Kafka $kafka ($baseline): run with --stock" >&2
   exit 2

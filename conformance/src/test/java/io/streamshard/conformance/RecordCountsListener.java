@@ -31,6 +31,7 @@ public final class RecordCountsListener implements TestExecutionListener {
     /** A parameterized or repeated test's invocation number in its unique id. */
     private static final Pattern INVOCATION = Pattern.compile(
             "\\[test-template-invocation:#(\\d+)\\]");
+    private static final Pattern IDENTITY = Pattern.compile("@[0-9a-f]{5,8}\\b");
     private final Method snapshot = totals();
     private final Map<String, long[]> started = new ConcurrentHashMap<>();
 
@@ -103,6 +104,8 @@ public final class RecordCountsListener implements TestExecutionListener {
             cls = name.substring(name.lastIndexOf('.') + 1);
             method = "(class)";
         }
+        // An object's identity hash in a display name (Topology@62c5bbdc) differs from run to run.
+        method = IDENTITY.matcher(method).replaceAll("@");
         StringBuilder row = new StringBuilder().append(cls).append('\t').append(clean(method)).append('\t')
                 .append(result);
         for (int i = 0; i < 3; i++) {
