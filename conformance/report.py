@@ -50,7 +50,7 @@ def outcome(row):
         return "no result"
     h = row["history"]
     if row["result"] == "SUCCESSFUL":
-        return "flaky" if len(h) > 1 else "passed"
+        return "flaky" if any(r != "SUCCESSFUL" for r in h) else "passed"
     if row["result"] == "SKIPPED":
         return "skipped"
     return "failed"
@@ -127,6 +127,14 @@ def main():
                 c[k] += int(r[i])
         if r[5].isdigit() and int(r[5]) > 0:
             c["on_workers_tests"] += 1
+    times = collections.defaultdict(dict)
+    times_path = os.path.join(a.out, "times.tsv")
+    if os.path.exists(times_path):
+        with open(times_path, encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 3 and parts[2].isdigit():
+                    times[parts[0]][parts[1]] = int(parts[2])
     total = collections.Counter()
     for c in per_class.values():
         total.update(c)
@@ -139,11 +147,13 @@ def main():
                 + "%d tests ran records on the workers (%d records on workers, %d serial parts, %d inline)\n\n"
                 % (total["on_workers_tests"], total["workers"], total["serial"], total["inline"]))
         f.write("| class | tests | " + " | ".join(verdicts) + " | tests with records on workers "
-                "| records on workers | serial parts | inline |\n")
-        f.write("|---|" + "---:|" * (len(verdicts) + 5) + "\n")
-        for cls, c in per_class.items():
+                "| records on workers | serial parts | inline | seconds stock / streamshard |\n")
+        f.write("|---|" + "---:|" * (len(verdicts) + 6) + "\n")
+        for cls, c in sorted(per_class.items()):
+            t = times.get(cls, {})
             f.write("| %s | %d | " % (cls, c["tests"]) + " | ".join(str(c[v]) for v in verdicts)
-                    + " | %d | %d | %d | %d |\n" % (c["on_workers_tests"], c["workers"], c["serial"], c["inline"]))
+                    + " | %d | %d | %d | %d | %s / %s |\n" % (c["on_workers_tests"], c["workers"], c["serial"],
+                                                         c["inline"], t.get("stock", "-"), t.get("streamshard", "-")))
         bad = [r for r in rows if r[4] in ("ours", "flaky")]
         if bad:
             f.write("\nPassed stock, not with streamshard:\n\n")

@@ -45,6 +45,9 @@ done
 out="${out:-target/conformance/$kafka}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+if [ "$resume" = 0 ]; then
+  rm -rf "$out"/stock.tsv "$out"/streamshard.tsv "$out"/times.tsv "$out"/*-reports "$out"/*.log
+fi
 . scripts/lib/toolchain.sh
 
 jar="${jar:-$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar}"
@@ -64,7 +67,7 @@ echo "==> Kafka's integration tests $tests (test jar) on Kafka $kafka: resolving
 testjar="$HOME/.m2/repository/org/apache/kafka/kafka-streams-integration-tests/$tests/kafka-streams-integration-tests-$tests-test.jar"
 
 # Every concrete test class of the jar (Surefire skips abstract ones and finds the same list).
-all=$(unzip -Z1 "$testjar" | sed -n 's#^org/apache/kafka/streams/integration/\([A-Za-z0-9]*Test\)\.class$#\1#p' | sort)
+all=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$testjar" | sed -n 's#^org/apache/kafka/streams/integration/\([A-Za-z0-9]*Test\)\.class$#\1#p' | sort)
 selected=$(ALL="$all" python3 - "$classes" "$subset" <<'PY'
 import fnmatch, os, sys
 pats = [p.strip() for p in sys.argv[1].split(",") if p.strip()]

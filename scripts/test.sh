@@ -50,6 +50,8 @@ mvn -B --no-transfer-progress verify
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
 mvn -B -q --no-transfer-progress -pl java-shim,examples package -DskipTests
+step "Kafka Streams' own integration tests (conformance/ci-classes.txt) under the agent, hand-off forced on"
+bash scripts/conformance.sh --no-build --subset conformance/ci-classes.txt --rerun 1
 step "load tool end to end on the broker (produce, wait, verify)"
 cargo test --locked -p streamshard-load --test broker
 step "benchmark harness, quick mode: every engine and scenario runs and is verified; speed not asserted"
