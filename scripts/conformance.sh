@@ -13,7 +13,7 @@
 #   --subset FILE    test classes listed in FILE, one per line (conformance/ci-classes.txt in CI)
 #   --stock          run every class stock first too; without it, stock's results are the
 #                    recorded ones, conformance/runs/<tests>-on-<kafka>/stock.tsv
-#   --resume         skip classes that already have rows in the output directory (a long run in
+#   --resume         skip classes that finished in the output directory before (a long run in
 #                    pieces: --out conformance/runs/<tests>-on-<kafka> --stock --resume)
 #   --rerun N        run a failed test up to N more times (0); a pass after a failure is "flaky"
 #   --jar JAR        the agent jar to run (default: java-shim's, built first unless --no-build)
@@ -97,12 +97,16 @@ run_class() { # run_class MODE CLASS
   if [ "$mode" = streamshard ]; then
     argline="-javaagent:$jar=inline.below.us=0"
   fi
-  if [ "$resume" = 1 ] && [ -f "$out/$mode.tsv" ] && grep -q "^$cls	" "$out/$mode.tsv"; then
-    return 0
+  if [ "$resume" = 1 ] && grep -q "^$cls	$mode	" "$out/times.tsv" 2>/dev/null; then
+    return 0 # finished in an earlier piece
+  fi
+  if [ -f "$out/$mode.tsv" ]; then # rows of a piece that did not finish
+    grep -v "^$cls	" "$out/$mode.tsv" >"$out/$mode.tsv.tmp" || true
+    mv "$out/$mode.tsv.tmp" "$out/$mode.tsv"
   fi
   started=$(date +%s)
   rc=0
-  "${mvn_conf[@]}" -o test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false \
+  "${mvn_conf[@]}" test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false \
     -Dconformance.argLine="$argline" -Dconformance.rerun="$rerun" \
     -Dconformance.counts="$out/$mode.tsv" -Dconformance.reports="$out/$mode-reports" \
     >"$out/$mode-$cls.log" 2>&1 || rc=$?

@@ -308,6 +308,14 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
             try {
                 drain();
                 rethrowFailure(failed);
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                // What stock's process makes of a timeout (a send that timed out, say), which it
+                // catches only around the record, not around this call: under exactly-once the
+                // task is corrupted (closed dirty and read again from its committed offsets).
+                if (instance.eos) {
+                    throw new org.apache.kafka.streams.errors.TaskCorruptedException(Set.of(task.id()));
+                }
+                throw e;
             } catch (RuntimeException e) {
                 throw asThrownByProcess(e);
             }

@@ -40,9 +40,9 @@ public final class StreamShardAdvice {
     /** InternalTopologyBuilder.rewriteTopology exit. */
     public static final class RewriteTopology {
         @Advice.OnMethodExit
-        static void exit(@Advice.Argument(0) StreamsConfig config,
+        static void exit(@Advice.This InternalTopologyBuilder builder, @Advice.Argument(0) StreamsConfig config,
                 @Advice.FieldValue("stateFactories") Map<String, StoreFactory> factories) {
-            StreamShardInstances.disableCaching(config, factories);
+            StreamShardInstances.disableCaching(builder, config, factories);
         }
     }
 

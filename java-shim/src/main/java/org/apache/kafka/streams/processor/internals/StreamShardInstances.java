@@ -41,13 +41,16 @@ public final class StreamShardInstances {
 
         /** streamshard's metrics in the instance's registry. */
         final io.streamshard.metrics.StreamShardMetrics metrics;
+        /** Whether the instance runs exactly-once (what stock's StreamTask.process asks of a timeout). */
+        final boolean eos;
         /** Per sub-topology, its graph for the status listener (only while one is on). */
         final Map<Integer, String> graphs = Collections.synchronizedMap(new java.util.TreeMap<>());
         /** The status listener's feed, or null when it is off. */
         volatile StreamShardStatus status;
 
         Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde,
-                io.streamshard.metrics.StreamShardMetrics metrics) {
+                io.streamshard.metrics.StreamShardMetrics metrics, boolean eos) {
+            this.eos = eos;
             this.streams = streams;
             this.config = config;
             this.executor = executor;
@@ -128,7 +131,8 @@ public final class StreamShardInstances {
         String defaultKeySerde = keySerde instanceof Class<?> ? ((Class<?>) keySerde).getName() : keySerde == null ? null
                 : keySerde.toString().trim();
         Instance instance = new Instance(streams, cfg, executor, defaultKeySerde,
-                new io.streamshard.metrics.StreamShardMetrics(registry, clientId, executor, cfg.workers()));
+                new io.streamshard.metrics.StreamShardMetrics(registry, clientId, executor, cfg.workers()),
+                org.apache.kafka.streams.internals.StreamsConfigUtils.eosEnabled(config));
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
@@ -249,10 +253,11 @@ public final class StreamShardInstances {
      * keys' records there); key-value stores keep it unless {@code streamshard.caching=disable}
      * ({@link StreamShardStores#writeThrough}).
      */
-    public static void disableCaching(StreamsConfig config, Map<String, StoreFactory> factories) {
+    public static void disableCaching(InternalTopologyBuilder builder, StreamsConfig config,
+            Map<String, StoreFactory> factories) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
-        if (!cfg.enabled() || instanceStockReason(config.originals()) != null) {
-            return;
+        if (!cfg.enabled() || instanceStockReason(config.originals()) != null || builder.topologyName() != null) {
+            return; // a named topology's tasks run stock (NAMED_TOPOLOGY), with stock's caching
         }
         boolean keep = cfg.keepCaching();
         factories.replaceAll((name, f) -> keep && !f.isWindowStore() ? f : f.withCachingDisabled());
