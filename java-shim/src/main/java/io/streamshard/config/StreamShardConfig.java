@@ -198,6 +198,9 @@ public final class StreamShardConfig extends AbstractConfig {
         }
         String last = null;
         for (String piece : args.split(",", -1)) {
+            if (piece.trim().isEmpty()) {
+                continue; // a stray comma
+            }
             int eq = piece.indexOf('=');
             if (eq < 0) {
                 if (last == null) {

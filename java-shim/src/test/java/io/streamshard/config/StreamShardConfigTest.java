@@ -180,6 +180,8 @@ class StreamShardConfigTest {
         assertThat(c.shown()).containsEntry("streamshard.inline.below.us", "0")
                 .containsEntry("streamshard.drain.timeout.ms", "5000")
                 .doesNotContainKey("streamshard.it.bootstrap");
+        assertThat(StreamShardConfig.from(Map.of(), Map.of(), "workers=4,,parallel.processors=A,").workers())
+                .isEqualTo(4);
         assertThat(StreamShardConfig.from(Map.of(), Map.of(), null).sources()).isEmpty();
         assertThat(StreamShardConfig.from(Map.of(), Map.of(), " ").sources()).isEmpty();
     }
