@@ -97,6 +97,8 @@ def main():
     ap.add_argument("--baseline")
     ap.add_argument("--excluded")
     ap.add_argument("--title", default="")
+    ap.add_argument("--failed", metavar="CLASS",
+                    help="print the methods of CLASS that are 'ours' now, joined by '+', and write nothing")
     a = ap.parse_args()
     stock_path = os.path.join(a.out, "stock.tsv")
     stock = read_rows(stock_path if os.path.exists(stock_path) else a.baseline)
@@ -113,6 +115,14 @@ def main():
         counts = g["counts"] if g else ["-", "-", "-"]
         note = why if why is not None else (g["reason"] if g and v in ("ours", "flaky") else "")
         rows.append([cls, test, so, go, v] + counts + [note])
+    if a.failed:
+        methods = []
+        for r in rows:
+            m = r[1].split("[")[0]
+            if r[0] == a.failed and r[4] == "ours" and m != "(class)" and m not in methods:
+                methods.append(m)
+        print("+".join(methods))
+        return 0
     with open(os.path.join(a.out, "results.tsv"), "w", encoding="utf-8") as f:
         f.write("class\ttest\tstock\tstreamshard\tverdict\ton_workers\tserial_region\tinline\tnote\n")
         for r in rows:
