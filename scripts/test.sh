@@ -47,6 +47,8 @@ step "Chromium for the status page test"
 . scripts/lib/browser.sh
 step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
 mvn -B --no-transfer-progress verify
+step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the musl builds under musl's loader"
+bash tests/platforms/smoke.sh
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
 mvn -B -q --no-transfer-progress -pl java-shim,examples package -DskipTests

@@ -33,6 +33,23 @@ class AgentStartIT {
                 .doesNotContain("WARNING");
     }
 
+    /**
+     * A platform the jar has no native library for (here os.arch says ppc64le): one ERROR line at
+     * start naming it and the platforms there are, nothing instrumented, the application stock.
+     */
+    @Test
+    void onAPlatformWithoutALibraryTheAgentSaysSoOnceAndTheApplicationRunsStock() throws Exception {
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        String out = run(List.of(java.toString(), "-Dos.arch=ppc64le",
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp", System.getProperty("java.class.path"),
+                CreateOnlyMain.class.getName()));
+        assertThat(out).contains("streamshard active: false");
+        assertThat(out.lines().filter(l -> l.contains("ERROR"))).singleElement().asString()
+                .contains("no native library for Linux/ppc64le")
+                .contains("linux-x86_64, linux-aarch64, linux-x86_64-musl, linux-aarch64-musl, macos-aarch64, macos-x86_64")
+                .contains("nothing was changed, the application runs stock (serial)");
+    }
+
     /** Temurin 25, where it is installed (CI machines have it): no warning from the agent. */
     static final Path JDK25 = Path.of(System.getProperty("streamshard.it.jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"));
 

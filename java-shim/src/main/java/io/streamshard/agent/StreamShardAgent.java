@@ -169,8 +169,7 @@ public final class StreamShardAgent {
      */
     public static boolean install(Instrumentation inst, ClassLoader loader) {
         try {
-            register(inst);
-            return prepare(loader).ok;
+            return register(inst) && prepare(loader).ok;
         } catch (Throwable t) {
             AgentLog.error(loader, "streamshard: the agent could not start (" + t + "); nothing was changed, the "
                     + "application runs stock (serial)", null);
@@ -183,9 +182,20 @@ public final class StreamShardAgent {
         return instrumentation != null && prepare(loader).ok;
     }
 
-    private static synchronized void register(Instrumentation inst) {
+    /**
+     * Registers the transformer; false (after one ERROR) if the jar has no native scheduler for
+     * this platform, and then nothing is instrumented. The library itself loads with the first
+     * KafkaStreams (see StreamShardInstances.instanceCreated).
+     */
+    private static synchronized boolean register(Instrumentation inst) {
         if (instrumentation != null) {
-            return;
+            return true;
+        }
+        try {
+            io.streamshard.scheduler.NativeLibrary.check();
+        } catch (io.streamshard.scheduler.NativeLibraryException e) {
+            AgentLog.error(null, e.getMessage() + "; nothing was changed, the application runs stock (serial)", null);
+            return false;
         }
         // ByteBuddy's class injectors (which the agent never uses) would otherwise reach for
         // sun.misc.Unsafe, and JDK 24+ warns about that at start. The property is that of the
@@ -237,6 +247,7 @@ public final class StreamShardAgent {
         }
         instrumentation = inst;
         builder.installOn(inst);
+        return true;
     }
 
     /**

@@ -2,6 +2,7 @@ package io.streamshard.scheduler;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -9,13 +10,21 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Locale;
 
 /**
- * Loads the scheduler's native library exactly once per class loader: extracts it from the jar
- * ({@code META-INF/native/linux-x86_64/}) into a private temporary directory and loads it from
- * there. Any failure is one {@link NativeLibraryException} naming the file and the reason.
+ * Loads the scheduler's native library exactly once per class loader: picks the build for this
+ * platform ({@code META-INF/native/<platform>/}, see {@link #PLATFORMS}), extracts it into a
+ * private temporary directory and loads it from there. Any failure is one
+ * {@link NativeLibraryException} naming the platform, the file and the reason.
  */
 public final class NativeLibrary {
-    /** Where the jar carries the library. */
-    public static final String RESOURCE = "META-INF/native/linux-x86_64/libstreamshard_jni.so";
+    /** Where the jar carries the libraries: {@code META-INF/native/<platform>/<file>}. */
+    public static final String DIRECTORY = "META-INF/native/";
+
+    /**
+     * Every platform the jar carries a library for. The glibc builds need glibc 2.17 or later
+     * (RHEL/CentOS 7 and everything since); the musl ones are for Alpine and other musl systems.
+     */
+    public static final java.util.List<String> PLATFORMS = java.util.List.of("linux-x86_64", "linux-aarch64",
+            "linux-x86_64-musl", "linux-aarch64-musl", "macos-aarch64", "macos-x86_64");
 
     private static volatile boolean loaded;
 
@@ -30,10 +39,93 @@ public final class NativeLibrary {
             if (!loaded) {
                 // On the bootstrap path (see Premain) this class has no loader: the jar is the system one's.
                 ClassLoader own = NativeLibrary.class.getClassLoader();
-                load(RESOURCE, own != null ? own : ClassLoader.getSystemClassLoader());
+                load(resource(), own != null ? own : ClassLoader.getSystemClassLoader());
                 loaded = true;
             }
         }
+    }
+
+    /**
+     * Whether the jar carries a library for this platform, without loading it (the agent asks at
+     * start, so that a platform it cannot serve is one line and nothing instrumented); throws a
+     * {@link NativeLibraryException} naming the platform or the missing file if not.
+     */
+    public static void check() {
+        String resource = resource();
+        ClassLoader own = NativeLibrary.class.getClassLoader();
+        if ((own != null ? own : ClassLoader.getSystemClassLoader()).getResource(resource) == null) {
+            throw new NativeLibraryException("streamshard: native library " + resource
+                    + " not found on the class path (is the streamshard jar complete?)", null);
+        }
+    }
+
+    /** The library for this JVM's platform, or a {@link NativeLibraryException} naming what it is. */
+    public static String resource() {
+        String os = System.getProperty("os.name", "?");
+        String arch = System.getProperty("os.arch", "?");
+        String platform = platform(os, arch, os.toLowerCase(Locale.ROOT).startsWith("linux") && musl());
+        if (platform == null) {
+            throw new NativeLibraryException("streamshard: no native library for " + os + "/" + arch
+                    + "; the jar carries " + String.join(", ", PLATFORMS), null);
+        }
+        return DIRECTORY + platform + "/" + fileName(platform);
+    }
+
+    /**
+     * The platform directory for {@code os.name}, {@code os.arch} and C library, or null if the
+     * jar has no library for it.
+     */
+    static String platform(String osName, String osArch, boolean musl) {
+        String os = osName.toLowerCase(Locale.ROOT);
+        String arch;
+        switch (osArch.toLowerCase(Locale.ROOT)) {
+            case "amd64":
+            case "x86_64":
+                arch = "x86_64";
+                break;
+            case "aarch64":
+            case "arm64":
+                arch = "aarch64";
+                break;
+            default:
+                return null;
+        }
+        if (os.startsWith("linux")) {
+            return "linux-" + arch + (musl ? "-musl" : "");
+        }
+        if (os.startsWith("mac") || os.startsWith("darwin")) {
+            return "macos-" + arch;
+        }
+        return null;
+    }
+
+    static String fileName(String platform) {
+        return platform.startsWith("macos-") ? "libstreamshard_jni.dylib" : "libstreamshard_jni.so";
+    }
+
+    /**
+     * Whether this process runs on musl rather than glibc: the C library the JVM itself was linked
+     * against, as mapped into this process (a musl loader installed beside glibc, as Debian's
+     * {@code musl} package does, does not count).
+     */
+    static boolean musl() {
+        try {
+            return musl(new String(Files.readAllBytes(Path.of("/proc/self/maps")), StandardCharsets.UTF_8));
+        } catch (IOException | RuntimeException e) {
+            return false; // no /proc: assume glibc, by far the common case; a wrong guess fails to load, loudly
+        }
+    }
+
+    /** Whether {@code maps} (the text of {@code /proc/self/maps}) shows musl's C library mapped. */
+    static boolean musl(String maps) {
+        for (String line : maps.split("\n")) {
+            int slash = line.lastIndexOf('/');
+            String file = slash < 0 ? "" : line.substring(slash + 1);
+            if (file.startsWith("ld-musl-") || file.startsWith("libc.musl-")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -56,15 +148,6 @@ public final class NativeLibrary {
 
     /** Extracts {@code resource} from {@code loader} and loads it. Visible for tests. */
     static Path load(String resource, ClassLoader loader) {
-        String os = System.getProperty("os.name", "?");
-        String arch = System.getProperty("os.arch", "?");
-        if (!os.toLowerCase(Locale.ROOT).startsWith("linux")
-                || !(arch.equals("amd64") || arch.equals("x86_64"))) {
-            throw new NativeLibraryException(
-                    "streamshard: no native library for " + os + "/" + arch
-                            + "; the jar carries " + resource + " for linux-x86_64 only",
-                    null);
-        }
         Path file = null;
         try (InputStream in = loader.getResourceAsStream(resource)) {
             if (in == null) {

@@ -19,7 +19,7 @@ import java.util.zip.ZipEntry;
  * too. The JVM always starts, and the application then runs stock.
  *
  * <p>Before the agent starts, its own layer (the classes that use nothing but the JDK: the agent,
- * the native scheduler and the relocated ByteBuddy, and the native library) is appended to the
+ * the native scheduler and the relocated ByteBuddy) is appended to the
  * bootstrap class path, so that every class loader sees the same one, including one whose parent
  * is not the system class loader; the helpers, which use Kafka, stay out of it and are defined in
  * Kafka's own loader.
@@ -59,9 +59,13 @@ public final class Premain {
         }
     }
 
-    /** Prefixes of the agent's own layer in the jar (see the class comment). */
-    static final String[] SHARED = {"io/streamshard/agent/", "io/streamshard/scheduler/", "io/streamshard/shaded/",
-        "META-INF/native/"};
+    /**
+     * Prefixes of the agent's own layer in the jar (see the class comment). The native libraries
+     * stay out: the layer's NativeLibrary reads its platform's one from this jar, which
+     * {@code -javaagent} puts on the system class path, rather than every platform's being copied
+     * at each start.
+     */
+    static final String[] SHARED = {"io/streamshard/agent/", "io/streamshard/scheduler/", "io/streamshard/shaded/"};
 
     /** Copies the agent's own layer out of this jar into a private temporary jar on the bootstrap path. */
     static void shareAgentLayer(Instrumentation inst) throws IOException {

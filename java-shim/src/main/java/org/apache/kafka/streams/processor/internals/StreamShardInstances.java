@@ -126,7 +126,15 @@ public final class StreamShardInstances {
             LOG.warn("streamshard: {}; {} runs stock (serial)", why, clientId);
             return;
         }
-        ShardExecutor executor = ShardExecutor.create(cfg, "streamshard");
+        ShardExecutor executor;
+        try {
+            executor = ShardExecutor.create(cfg, "streamshard");
+        } catch (io.streamshard.scheduler.NativeLibraryException e) {
+            // The jar has this platform's library but it does not load here (a C library too old,
+            // a noexec temporary directory): this instance runs stock, as if disabled.
+            LOG.error("{}; {} runs stock (serial)", e.getMessage(), clientId);
+            return;
+        }
         Object keySerde = config.originals().get(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG);
         String defaultKeySerde = keySerde instanceof Class<?> ? ((Class<?>) keySerde).getName() : keySerde == null ? null
                 : keySerde.toString().trim();
