@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOAD = os.environ.get("STREAMSHARD_LOAD", os.path.join(ROOT, "target", "release", "streamshard-load"))
 VERSION = "0.1.0-SNAPSHOT"
 # STREAMSHARD_AGENT: another agent jar (an A/B run of two builds on one broker).
-AGENT = os.environ.get("STREAMSHARD_AGENT") or os.path.join(ROOT, "java-shim", "target", f"streamshard-{VERSION}.jar")
+AGENT = os.environ.get("STREAMSHARD_AGENT") or os.path.join(ROOT, "java-shim", "target", f"streamshard-agent-{VERSION}.jar")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

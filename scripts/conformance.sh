@@ -51,7 +51,7 @@ if [ "$resume" = 0 ]; then
 fi
 . scripts/lib/toolchain.sh
 
-jar="${jar:-$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar}"
+jar="${jar:-$PWD/java-shim/target/streamshard-agent-0.1.0-SNAPSHOT.jar}"
 if [ "$build" = 1 ] || [ ! -f "$jar" ]; then
   echo "==> the agent jar"
   mvn -B -q --no-transfer-progress -pl java-shim package -DskipTests

@@ -14,5 +14,5 @@ echo "==> starting a local Kafka broker"
 echo "==> running the demo"
 cp="examples/target/streamshard-examples-0.1.0-SNAPSHOT.jar:$(cat examples/target/classpath.txt)"
 java -Dorg.slf4j.simpleLogger.defaultLogLevel=error -cp "$cp" io.streamshard.examples.Demo \
-  "$STREAMSHARD_BOOTSTRAP" "$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar" "${1:-40000}" "${2:-5}" "${3:-64}" |
+  "$STREAMSHARD_BOOTSTRAP" "$PWD/java-shim/target/streamshard-agent-0.1.0-SNAPSHOT.jar" "${1:-40000}" "${2:-5}" "${3:-64}" |
   grep -vE '^\s+[a-z.]+ = |Config values:|^$'

@@ -39,7 +39,7 @@ python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib ||
 copy="${TMPDIR:-/tmp}/streamshard-torture-jars.$$"
 rm -rf "$copy" && mkdir -p "$copy"
 trap 'rm -rf "$copy"' EXIT
-cp java-shim/target/streamshard-0.1.0-SNAPSHOT.jar "$copy/agent.jar"
+cp java-shim/target/streamshard-agent-0.1.0-SNAPSHOT.jar "$copy/agent.jar"
 cp examples/target/streamshard-examples-0.1.0-SNAPSHOT.jar "$copy/examples.jar"
 classpath="$copy/examples.jar:$(cat examples/target/classpath.txt)"
 

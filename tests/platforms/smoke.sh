@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-jar="$PWD/java-shim/target/streamshard-0.1.0-SNAPSHOT.jar"
+jar="$PWD/java-shim/target/streamshard-agent-0.1.0-SNAPSHOT.jar"
 [ "${1:-}" = "--jar" ] && jar="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 classes="$PWD/java-shim/target/test-classes"
 [ -f "$jar" ] || { echo "error: no agent jar at $jar (build it: mvn -pl java-shim package)" >&2; exit 1; }
