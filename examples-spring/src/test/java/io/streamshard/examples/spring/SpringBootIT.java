@@ -22,7 +22,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Spring Boot example as users run it: {@code java -javaagent:streamshard.jar -jar app.jar}
+ * The Spring Boot example as users run it: {@code java -javaagent:streamshard-agent.jar -jar app.jar}
  * (Boot's nested-jar class loader, Kafka Streams only inside the fat jar), on the test broker.
  * Every task runs parallel, per the application's own {@code StreamShard.explain} call, and every
  * customer's final count and total are exact.
@@ -35,6 +35,19 @@ class SpringBootIT {
 
     @Test
     void theFatJarRunsEveryTaskParallelWithExactResults() throws Exception {
+        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+        runsEveryTaskParallelWithExactResults(List.of(java.toString(),
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-jar",
+                System.getProperty("streamshard.app.jar")), Map.of());
+    }
+
+    /**
+     * Produces the orders, starts the app with {@code command} (then the app's own arguments) and
+     * {@code env} on the test broker, and checks that every task ran parallel and every total is
+     * exact. Returns the app's log.
+     */
+    static String runsEveryTaskParallelWithExactResults(List<String> command, Map<String, String> env)
+            throws Exception {
         String suffix = UUID.randomUUID().toString().substring(0, 8);
         String input = "spring-orders-" + suffix;
         String output = "spring-totals-" + suffix;
@@ -62,14 +75,15 @@ class SpringBootIT {
         }
 
         File log = Files.createTempFile("streamshard-spring", ".log").toFile();
-        Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process app = new ProcessBuilder(List.of(java.toString(),
-                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-jar",
-                System.getProperty("streamshard.app.jar"), "--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
+        List<String> cmd = new java.util.ArrayList<>(command);
+        cmd.addAll(List.of("--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
                 "--spring.kafka.streams.application-id=it-spring-" + suffix,
                 "--spring.kafka.streams.properties.state.dir=" + Files.createTempDirectory("spring-state"),
-                "--app.input=" + input, "--app.output=" + output))
-                .redirectErrorStream(true).redirectOutput(log).start();
+                "--app.input=" + input, "--app.output=" + output));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log);
+        pb.environment().putAll(env);
+        Process app = pb.start();
+        String text;
         Map<String, String> latest = new HashMap<>();
         try {
             Properties cp = new Properties();
@@ -88,7 +102,7 @@ class SpringBootIT {
                     }
                 }
             }
-            String text = waitFor(log, "streamshard explain: ");
+            text = waitFor(log, "streamshard explain: ");
             assertThat(text).as("log %s", log).contains("streamshard: agent installed on Kafka Streams 4.1")
                     .doesNotContain("cannot instrument").doesNotContain("could not start");
             String explain = text.lines().filter(l -> l.startsWith("streamshard explain: ")).findFirst().orElseThrow();
@@ -104,6 +118,7 @@ class SpringBootIT {
             assertThat(latest.get(e.getKey())).as("customer %s; log %s", e.getKey(), log)
                     .isEqualTo(e.getValue()[0] + ":" + e.getValue()[1]);
         }
+        return text;
     }
 
     private static boolean done(Map<String, long[]> expected, Map<String, String> latest) {
