@@ -19,6 +19,9 @@ public final class DemoApp {
         int workers = Integer.parseInt(args[4]);
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put("streamshard.workers", Integer.toString(workers));
+        if (Boolean.getBoolean("streamshard.demo.default.commit")) {
+            p.remove(org.apache.kafka.streams.StreamsConfig.COMMIT_INTERVAL_MS_CONFIG); // Kafka Streams' 30 s
+        }
         String status = System.getProperty("streamshard.demo.status");
         if (status != null) {
             p.put("streamshard.status.listener", status);
