@@ -39,6 +39,8 @@ cargo test --workspace --locked
 step "loom model check of the wake-up and hand-off path"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release --locked -p streamshard-core --test loom
+step "cargo deny: licences, security advisories, duplicate crates, crate sources"
+bash scripts/deny.sh
 step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
 step "local Kafka broker for the integration tests"
