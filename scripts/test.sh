@@ -65,5 +65,7 @@ STREAMSHARD_LOAD=target/debug/streamshard-load python3 bench/run.py --quick --br
 step "torture test, short form: overlapping faults under load, every check must pass"
 STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee alos --protocol classic
 STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee eos --protocol streams
+step "release build: the jar with its notices, its SHA-256, the CycloneDX SBOM (dist/)"
+bash scripts/release.sh --no-build
 step "scheduler demo, short run"
 cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2
