@@ -37,9 +37,7 @@ public final class NativeLibrary {
         }
         synchronized (NativeLibrary.class) {
             if (!loaded) {
-                // On the bootstrap path (see Premain) this class has no loader: the jar is the system one's.
-                ClassLoader own = NativeLibrary.class.getClassLoader();
-                load(resource(), own != null ? own : ClassLoader.getSystemClassLoader());
+                load(resource(), jarLoader());
                 loaded = true;
             }
         }
@@ -52,11 +50,20 @@ public final class NativeLibrary {
      */
     public static void check() {
         String resource = resource();
-        ClassLoader own = NativeLibrary.class.getClassLoader();
-        if ((own != null ? own : ClassLoader.getSystemClassLoader()).getResource(resource) == null) {
-            throw new NativeLibraryException("streamshard: native library " + resource
-                    + " not found on the class path (is the streamshard jar complete?)", null);
+        if (jarLoader().getResource(resource) == null) {
+            throw notFound(resource);
         }
+    }
+
+    /** The loader that sees the jar: on the bootstrap path (see Premain) this class has none, and the jar is the system one's. */
+    private static ClassLoader jarLoader() {
+        ClassLoader own = NativeLibrary.class.getClassLoader();
+        return own != null ? own : ClassLoader.getSystemClassLoader();
+    }
+
+    private static NativeLibraryException notFound(String resource) {
+        return new NativeLibraryException("streamshard: native library " + resource
+                + " not found on the class path (is the streamshard jar complete?)", null);
     }
 
     /** The library for this JVM's platform, or a {@link NativeLibraryException} naming what it is. */
@@ -151,10 +158,7 @@ public final class NativeLibrary {
         Path file = null;
         try (InputStream in = loader.getResourceAsStream(resource)) {
             if (in == null) {
-                throw new NativeLibraryException(
-                        "streamshard: native library " + resource
-                                + " not found on the class path (is the streamshard jar complete?)",
-                        null);
+                throw notFound(resource);
             }
             Path dir = Files.createTempDirectory(
                     "streamshard-native-",
