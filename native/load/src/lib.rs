@@ -221,6 +221,13 @@ pub struct VerifyOptions {
     /// Counts and totals may exceed the input's (at-least-once replays count twice); fewer is
     /// still a mismatch.
     pub min_counts: bool,
+    /// The application's producer lost output sends (an expired batch: at-least-once Kafka
+    /// Streams then replays the task from its last commit). A record that first shows up after a
+    /// later record of its key, where that later record is output again afterwards, is then a
+    /// lost send replayed, not an order violation: the batch holding it expired while a later
+    /// batch got through, and the replay wrote it and everything after it again. Without a
+    /// replay after it, it is still a violation.
+    pub lost_sends: bool,
 }
 
 const MAX_EXAMPLES: usize = 5;
@@ -255,6 +262,9 @@ pub struct Verifier {
     output_records: u64,
     unexpected: u64,
     order_violations: u64,
+    /// Records that first showed up after a later record of their key: (key, index of the later
+    /// record, its output copies then). Decided in `report`: a violation, or a lost send replayed.
+    late: Vec<(String, u64, usize, u32)>,
     counts_checked: bool,
     totals_checked: bool,
     throughput_ts: Vec<i64>,
@@ -275,6 +285,9 @@ pub struct Report {
     pub missing: u64,
     pub duplicates: u64,
     pub order_violations: u64,
+    /// Records that came late and were followed by a replay of the later record of their key
+    /// (a lost producer send replayed; a violation unless `lost_sends`).
+    pub late_replayed: u64,
     pub unexpected: u64,
     pub counts_checked: bool,
     pub count_mismatches: u64,
@@ -320,6 +333,7 @@ impl Verifier {
             output_records: 0,
             unexpected: 0,
             order_violations: 0,
+            late: Vec::new(),
             counts_checked: false,
             totals_checked: false,
             throughput_ts: Vec::new(),
@@ -406,14 +420,14 @@ impl Verifier {
         // over records of which one was already output (a replay out of order). A jump over
         // records never output is not one by itself: they are missing, or violations when they
         // come.
+        // A late record is decided in `report`: whether the record it came after is output
+        // again later (a replay) is not known yet.
         if let Some(prev) = previous {
             let prev_seq = state.input_seqs[prev];
-            let violation = if i <= prev {
-                first_copy
-            } else {
-                state.output_copies[prev + 1..i].iter().any(|&c| c > 0)
-            };
-            if violation {
+            if i <= prev && first_copy {
+                let prev_copies = state.output_copies[prev];
+                self.late.push((lossy(key), seq, prev, prev_copies));
+            } else if i > prev && state.output_copies[prev + 1..i].iter().any(|&c| c > 0) {
                 self.order_violations += 1;
                 self.example(|| {
                     format!(
@@ -423,6 +437,30 @@ impl Verifier {
                 });
             }
         }
+    }
+
+    /// Sorts the late records into order violations and lost sends replayed (see
+    /// [`VerifyOptions::lost_sends`]); returns how many were replayed.
+    fn decide_late(&mut self) -> u64 {
+        let mut replayed = 0;
+        for (key, seq, prev, prev_copies) in std::mem::take(&mut self.late) {
+            let state = &self.keys[&key];
+            let prev_seq = state.input_seqs[prev];
+            if state.output_copies[prev] > prev_copies {
+                replayed += 1;
+                if self.opts.lost_sends {
+                    continue;
+                }
+            }
+            self.order_violations += 1;
+            self.example(|| {
+                format!(
+                    "order violation on {}: seq {seq} after {prev_seq}",
+                    short(key.as_bytes())
+                )
+            });
+        }
+        replayed
     }
 
     /// One record of the counts topic, in log order (the last one per key is the final count).
@@ -460,6 +498,7 @@ impl Verifier {
     }
 
     pub fn report(&mut self) -> Report {
+        let late_replayed = self.decide_late();
         let mut missing = 0u64;
         let mut duplicates = 0u64;
         let mut count_mismatches = 0u64;
@@ -522,6 +561,7 @@ impl Verifier {
             missing,
             duplicates,
             order_violations: self.order_violations,
+            late_replayed,
             unexpected,
             counts_checked: self.counts_checked,
             count_mismatches,
@@ -565,6 +605,7 @@ impl Report {
             "missing": self.missing,
             "duplicates": self.duplicates,
             "order_violations": self.order_violations,
+            "late_replayed": self.late_replayed,
             "unexpected": self.unexpected,
             "counts_checked": self.counts_checked,
             "count_mismatches": self.count_mismatches,
@@ -732,6 +773,43 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_send_replayed_is_excused_only_with_lost_sends() {
+        // k0's 2 was in a producer batch that expired while the batch with its 3 got through;
+        // the task replayed from its last commit (just before 2): 2, 3, 4 again.
+        let mut out: Vec<_> = input()
+            .into_iter()
+            .filter(|(k, v)| k != "k0" || parse_value(v.as_bytes()).unwrap().0 != 2)
+            .collect();
+        for seq in [2u64, 3, 4] {
+            out.push((
+                "k0".into(),
+                encode_value(seq, 1_000_000 + 1000 * (seq * 3) as i64, 32),
+            ));
+        }
+        let mut opts = VerifyOptions {
+            allow_duplicates: true,
+            ..Default::default()
+        };
+        let r = run(opts.clone(), &out, None);
+        assert!(!r.ok, "{r:?}");
+        assert_eq!(
+            (r.order_violations, r.late_replayed, r.duplicates),
+            (1, 1, 2)
+        );
+        assert_eq!(r.examples[0], "order violation on k0: seq 2 after 4");
+        opts.lost_sends = true;
+        let r = run(opts.clone(), &out, None);
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.order_violations, r.late_replayed, r.missing), (0, 1, 0));
+        // Late without a replay of the record it came after: a violation even with lost sends.
+        let mut swapped = input();
+        swapped.swap(5, 8);
+        let r = run(opts, &swapped, None);
+        assert!(!r.ok, "{r:?}");
+        assert_eq!((r.order_violations, r.late_replayed), (1, 0));
+    }
+
+    #[test]
     fn order_violation_is_detected() {
         // Swap k2:1 (index 5) and k2:2 (index 8).
         let mut out = input();
@@ -868,8 +946,7 @@ mod tests {
     fn throughput_and_latency_split_on_produced_time() {
         let mut v = Verifier::new(VerifyOptions {
             latency_after_us: Some(1_000_000),
-            allow_duplicates: false,
-            min_counts: false,
+            ..Default::default()
         });
         for seq in 0..130u64 {
             v.add_input(b"k0", encode_value(seq, 0, 0).as_bytes());

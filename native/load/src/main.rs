@@ -100,6 +100,11 @@ enum Command {
         /// Duplicates do not fail the check (at-least-once runs).
         #[arg(long)]
         allow_duplicates: bool,
+        /// The application's producer lost output sends (expired batches, logged by the app):
+        /// a late record followed by a replay of the record it came after is not an order
+        /// violation (it is counted as `late_replayed`).
+        #[arg(long)]
+        lost_sends: bool,
     },
 }
 
@@ -161,6 +166,7 @@ fn main() -> ExitCode {
             min_counts,
             latency_after_us,
             allow_duplicates,
+            lost_sends,
         } => cmd_verify(
             &common.brokers,
             &input,
@@ -171,6 +177,7 @@ fn main() -> ExitCode {
                 latency_after_us,
                 allow_duplicates,
                 min_counts,
+                lost_sends,
             },
         ),
     };
