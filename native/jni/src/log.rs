@@ -6,7 +6,6 @@
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Mutex;
 
-use jni::errors::ThrowRuntimeExAndDefault;
 use jni::objects::{JClass, JValue};
 use jni::refs::Global;
 use jni::{jni_sig, jni_str, AttachConfig, EnvUnowned, JavaVM};
@@ -66,11 +65,11 @@ fn forward(
 /// process (later calls do nothing).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeLog_install0<'c>(
-    mut env: EnvUnowned<'c>,
+    env: EnvUnowned<'c>,
     _class: JClass<'c>,
     sink: JClass<'c>,
 ) {
-    env.with_env(|env| -> jni::errors::Result<()> {
+    crate::entry::entry(env, |env| {
         let vm = env.get_java_vm()?;
         let class: Global<JClass<'static>> = env.new_global_ref(&sink)?;
         let (tx, rx) = sync_channel(QUEUE);
@@ -86,5 +85,4 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeLog_install0<'c>(
         }
         Ok(())
     })
-    .resolve::<ThrowRuntimeExAndDefault>()
 }

@@ -129,24 +129,7 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     /**
-     * Completes {@code done[0..doneCount)}, then waits up to {@code timeoutNanos} for runnable
-     * records and writes up to {@code out.length} slots into {@code out}. Returns how many, or
-     * {@link #POLL_SHUTDOWN}.
-     */
-    public int completeAndPoll(int[] done, int doneCount, int[] out, long timeoutNanos) {
-        long h = enterPoll();
-        if (h == 0) {
-            return POLL_SHUTDOWN;
-        }
-        try {
-            return completeAndPoll(h, done, doneCount, out, timeoutNanos);
-        } finally {
-            exit();
-        }
-    }
-
-    /**
-     * A worker's {@link #completeAndPoll} for one record each way, without arrays: completes
+     * A worker's call, one record each way, without arrays: completes
      * {@code done} (none if negative), then waits up to {@code timeoutNanos} for one runnable
      * record. Returns its slot, {@link #POLL_NONE} or {@link #POLL_SHUTDOWN}.
      */
@@ -168,16 +151,6 @@ public final class NativeScheduler implements AutoCloseable {
             return enter();
         } catch (SchedulerException closed) {
             return 0;
-        }
-    }
-
-    /** Marks a running record finished; the next record of its key becomes runnable. */
-    public void complete(int slot) {
-        long h = enter();
-        try {
-            complete(h, slot);
-        } finally {
-            exit();
         }
     }
 
@@ -221,6 +194,48 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
+    /** The task's first failure as text, or null. */
+    public String failure(long task) {
+        long h = enter();
+        try {
+            return failure(h, task);
+        } finally {
+            exit();
+        }
+    }
+
+    // ---------------------------------------------------------------- for tests only
+    // The product calls none of these four (native/jni/src/for_tests.rs on the native side):
+    // the batch form of the worker's call, a plain complete, and two views of the counters.
+
+    /**
+     * Completes {@code done[0..doneCount)}, then waits up to {@code timeoutNanos} for runnable
+     * records and writes up to {@code out.length} slots into {@code out}. Returns how many, or
+     * {@link #POLL_SHUTDOWN}.
+     */
+    public int completeAndPoll(int[] done, int doneCount, int[] out, long timeoutNanos) {
+        long h = enterPoll();
+        if (h == 0) {
+            return POLL_SHUTDOWN;
+        }
+        try {
+            return completeAndPoll(h, done, doneCount, out, timeoutNanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Marks a running record finished; the next record of its key becomes runnable. */
+    public void complete(int slot) {
+        long h = enter();
+        try {
+            complete(h, slot);
+        } finally {
+            exit();
+        }
+    }
+
+    /** One partition's counters and offsets (see {@link PartitionProgress}). */
     public PartitionProgress partitionProgress(long task, int partition) {
         long[] v = new long[8];
         long h = enter();
@@ -232,16 +247,7 @@ public final class NativeScheduler implements AutoCloseable {
         return PartitionProgress.of(v);
     }
 
-    /** The task's first failure as text, or null. */
-    public String failure(long task) {
-        long h = enter();
-        try {
-            return failure(h, task);
-        } finally {
-            exit();
-        }
-    }
-
+    /** The scheduler's totals (see {@link Totals}). */
     public Totals totals() {
         long[] v = new long[6];
         long h = enter();
@@ -252,6 +258,8 @@ public final class NativeScheduler implements AutoCloseable {
         }
         return Totals.of(v);
     }
+
+    // ---------------------------------------------------------------- for tests only, end
 
     /** A copy of every counter, without the scheduler's lock (for metrics: a cold path). */
     public SchedulerMetrics metrics() {
