@@ -3,6 +3,8 @@
 # benchmark in test mode (so the harness cannot rot). Speed is never asserted here.
 #
 #   bash scripts/test.sh               everything (CI runs this)
+#   bash scripts/test.sh --fast        the inner loop, no broker (a few minutes): rustfmt, clippy,
+#                                      the Rust tests, the Java unit tests on this platform's library
 #   bash scripts/test.sh --kafka 4.1.2 the Java unit and integration tests on that Kafka Streams only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +38,10 @@ step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests (unit, model-based property tests, multi-threaded stress, allocation count)"
 cargo test --workspace --locked
+if [ "${1:-}" = "--fast" ]; then
+  step "Java: unit tests (the native library for this platform only; no broker)"
+  exec mvn -B -q --no-transfer-progress -pl java-shim test -Dnative.platforms=host
+fi
 step "loom model check of the wake-up and hand-off path"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release --locked -p streamshard-core --test loom
