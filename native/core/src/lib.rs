@@ -52,7 +52,17 @@
 //! [`Scheduler::metrics`] and [`Scheduler::has_capacity`] without it: reading never stalls the
 //! hot path. Values are individually exact; a snapshot may be a few records apart across values.
 //!
+//! The code is in two layers: `state.rs` holds the scheduling state and its transitions
+//! (submit, dispatch, finish, drop queued), which know nothing of the lock, the clock or the
+//! metrics and report what they did; `scheduler.rs` is the shell around it (the lock and spin
+//! policy, the condition variables and who waits on them, the wake-up policy, the published
+//! counters).
+//!
 //! # Invariants (kept under the lock)
+//!
+//! `Scheduler::check_invariants` (debug builds) checks each of them over the whole state, and
+//! that the published counters agree with it; the model test runs it after every step, the
+//! stress test every millisecond while two submitters and three pollers run.
 //!
 //! 1. A slot is in exactly one state: free, waiting (in one lane's wait list), ready (in its
 //!    task's ready list) or running; the `next` link is used by at most one list at a time.
@@ -71,6 +81,7 @@ pub mod histogram;
 mod metrics;
 mod partition;
 mod scheduler;
+mod state;
 mod sync;
 
 pub use config::{NullKeyOrdering, SchedulerConfig, TaskOptions};

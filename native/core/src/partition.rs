@@ -96,6 +96,40 @@ impl PartitionTracker {
     }
 }
 
+#[cfg(any(test, debug_assertions))]
+impl PartitionTracker {
+    /// Whether the record with sequence number `seq` at `offset` is submitted and not ended.
+    pub fn is_pending(&self, seq: u64, offset: i64) -> bool {
+        seq.checked_sub(self.base_seq)
+            .and_then(|i| self.window.get(i as usize))
+            .is_some_and(|&(o, outcome)| o == offset && outcome == Outcome::Pending)
+    }
+
+    /// The window starts at the lowest record not finished successfully, which is the
+    /// watermark; offsets in it increase.
+    pub fn check_watermark(&self) -> Result<(), String> {
+        if let Some(&(_, Outcome::Done)) = self.window.front() {
+            return Err("the window starts at a finished record".into());
+        }
+        let front = self.window.front().map(|&(o, _)| o);
+        if front != self.progress.lowest_unfinished {
+            return Err(format!(
+                "watermark {:?}, window starts at {front:?}",
+                self.progress.lowest_unfinished
+            ));
+        }
+        if self
+            .window
+            .iter()
+            .zip(self.window.iter().skip(1))
+            .any(|(a, b)| a.0 >= b.0)
+        {
+            return Err("offsets in the window do not increase".into());
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

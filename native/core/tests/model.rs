@@ -540,8 +540,12 @@ impl Model {
         }
     }
 
-    /// Counts and watermarks per partition, and totals, agree with the model.
+    /// Counts and watermarks per partition, and totals, agree with the model; the scheduler's
+    /// own invariants hold.
     fn check(&self) {
+        if let Err(broken) = self.sched.check_invariants() {
+            panic!("invariant broken: {broken}");
+        }
         for (ti, t) in self.tasks.iter().enumerate() {
             for p in 0..PARTITIONS {
                 let recs: Vec<&Rec> = self

@@ -159,6 +159,23 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
         })
         .collect();
 
+    // The scheduler's invariants, checked under its lock every millisecond while it runs.
+    let checking = Arc::new(AtomicBool::new(true));
+    let checker = {
+        let (sh, checking) = (sh.clone(), checking.clone());
+        thread::spawn(move || {
+            let mut checks = 0u64;
+            while checking.load(SeqCst) {
+                if let Err(broken) = sh.sched.check_invariants() {
+                    panic!("invariant broken after {checks} checks: {broken}");
+                }
+                checks += 1;
+                thread::sleep(Duration::from_millis(1));
+            }
+            checks
+        })
+    };
+
     let submitters: Vec<_> = (0..SUBMITTERS)
         .map(|s| {
             let sh = sh.clone();
@@ -238,6 +255,10 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
         }
     }
     sh.sched.drain(&handles, Duration::from_secs(60)).unwrap();
+    checking.store(false, SeqCst);
+    let checks = checker.join().expect("the invariant checker");
+    assert!(checks > 0, "the invariants were never checked");
+    sh.sched.check_invariants().unwrap();
     assert_eq!(sh.processed.load(SeqCst), PER_TASK * TASKS as u64);
     let violations = sh.violations.lock().unwrap().clone();
     assert!(
