@@ -13,6 +13,7 @@ is not excluded ("ours").
 """
 import argparse
 import collections
+import fnmatch
 import os
 import re
 import sys
@@ -70,10 +71,16 @@ def read_excluded(path):
 
 
 def excluded_reason(excluded, cls, test):
+    """The reason `test` of `cls` is excluded, or None. The test column names a test (with its
+    parameters), a method (every parameter set), `*` (the whole class), or a pattern with `*`
+    matched against the test's full name (some parameter sets of a method)."""
     method = test.split("[")[0]
     for key in ((cls, test), (cls, method), (cls, "*")):
         if key in excluded:
             return excluded[key]
+    for (c, pattern), reason in excluded.items():
+        if c == cls and "*" in pattern and pattern != "*" and fnmatch.fnmatchcase(test, pattern):
+            return reason
     return None
 
 

@@ -50,10 +50,23 @@ public final class KafkaReferences {
     public static final String INDEX = "META-INF/streamshard/kafka-references";
     public static final String HELPERS = "META-INF/streamshard/helpers";
     static final String KAFKA = "org/apache/kafka/";
-    /** Advice is inlined into Kafka's classes: its references count, the classes are never defined. */
-    static final String ADVICE = "org/apache/kafka/streams/processor/internals/StreamShardAdvice";
+    /**
+     * Advice ({@code org.apache.kafka.streams.processor.internals.…Advice} and its nested classes) is
+     * inlined into Kafka's classes: its references count, the classes are never defined.
+     */
+    static final String ADVICE_PACKAGE = "org/apache/kafka/streams/processor/internals/";
     static final List<String> SHARED = List.of("io/streamshard/agent/", "io/streamshard/scheduler/");
     static final String COMPAT = "Compat$";
+
+    /** Whether {@code name} (internal form) is advice: see {@link #ADVICE_PACKAGE}. */
+    static boolean isAdvice(String name) {
+        if (!name.startsWith(ADVICE_PACKAGE)) {
+            return false;
+        }
+        String simple = name.substring(ADVICE_PACKAGE.length());
+        int nested = simple.indexOf('$');
+        return simple.indexOf('/') < 0 && (nested < 0 ? simple : simple.substring(0, nested)).endsWith("Advice");
+    }
 
     public enum Kind { TYPE, METHOD, FIELD }
 
@@ -158,7 +171,7 @@ public final class KafkaReferences {
                 continue;
             }
             refs.addAll(found);
-            if (!name.startsWith(ADVICE)) {
+            if (!isAdvice(name)) {
                 helpers.add(name);
             }
         }

@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.WeakHashMap;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.asm.AsmVisitorWrapper;
@@ -41,90 +43,25 @@ import net.bytebuddy.utility.JavaModule;
  */
 public final class StreamShardAgent {
     static final String P = "org.apache.kafka.streams.processor.internals.";
-    static final String KS = "org.apache.kafka.streams.KafkaStreams";
-    static final String STREAM_TASK = P + "StreamTask";
-    static final String APC = P + "AbstractProcessorContext";
-    static final String PCI = P + "ProcessorContextImpl";
-    static final String IN_MEMORY_KV = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore";
-    static final String CACHING_KV = "org.apache.kafka.streams.state.internals.CachingKeyValueStore";
-    static final String BYTES = "org.apache.kafka.common.utils.Bytes";
-    /** Advice classes are named, never loaded: loading one would load the Kafka class it advises. */
-    static final String ADVICE = P + "StreamShardAdvice$";
     static final String FRAMES = P + "StreamShardFrames";
     /** Minor versions the test suite runs on; another whose checks all pass installs with a WARN. */
     static final List<String> TESTED = List.of("3.9", "4.0", "4.1", "4.2", "4.3", "4.4");
 
-    /** Every advice point; all bind or none is installed. */
-    static final List<Hook> HOOKS = List.of(
-            new Hook(KS, Hook.CONSTRUCTOR, List.of(P + "TopologyMetadata", "org.apache.kafka.streams.StreamsConfig",
-                    "org.apache.kafka.streams.KafkaClientSupplier", "org.apache.kafka.common.utils.Time"),
-                    ADVICE + "InstanceCreated", List.of("applicationConfigs", "streamsMetrics", "clientId", "metrics")),
-            new Hook(KS, "setState", List.of(KS + "$State"), ADVICE + "InstanceState", List.of()),
-            new Hook(P + "InternalTopologyBuilder", "rewriteTopology", List.of("org.apache.kafka.streams.StreamsConfig"),
-                    ADVICE + "RewriteTopology", List.of("stateFactories")),
-            new Hook(STREAM_TASK, Hook.CONSTRUCTOR, List.of("org.apache.kafka.streams.processor.TaskId", "java.util.Set",
-                    P + "ProcessorTopology", "org.apache.kafka.clients.consumer.Consumer",
-                    "org.apache.kafka.streams.TopologyConfig$TaskConfig", P + "metrics.StreamsMetricsImpl",
-                    P + "StateDirectory", "org.apache.kafka.streams.state.internals.ThreadCache",
-                    "org.apache.kafka.common.utils.Time", P + "ProcessorStateManager", P + "RecordCollector",
-                    P + "InternalProcessorContext", "org.apache.kafka.common.utils.LogContext|org.apache.kafka.common.utils.internals.LogContext",
-                    "boolean"),
-                    ADVICE + "TaskCreated", List.of("streamsMetrics", "processLatencySensor")),
-            new Hook(STREAM_TASK, "doProcess", List.of("long"), ADVICE + "DoProcess",
-                    List.of("record", "recordInfo")),
-            new Hook(STREAM_TASK, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),
-            new Hook(P + "StreamThread", "pollRequests", List.of("java.time.Duration"), ADVICE + "PollRequests",
-                    List.of()),
-            new Hook(STREAM_TASK, "prepareCommit", List.of("boolean"), ADVICE + "PrepareCommit", List.of())
-                    .onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), true),
-            // Before 4.1: prepareCommit() (a dirty close is told apart by its callers).
-            new Hook(STREAM_TASK, "prepareCommit", List.of(), ADVICE + "PrepareCommitBefore41", List.of())
-                    .onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
-            // Before 4.1 only the callers tell a dirty close's prepareCommit() from a commit.
-            new Hook(P + "TaskManager", "closeTaskDirty", List.of(P + "Task", "boolean"), ADVICE + "DirtyClose",
-                    List.of()).onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
-            new Hook(P + "TaskManager", "closeDirtyAndRevive", List.of("java.util.Collection", "boolean"),
-                    ADVICE + "DirtyClose", List.of()).onlyIf(STREAM_TASK, "prepareCommit", List.of("boolean"), false),
-            // 4.2 and 4.4 add terminal-node latencies into plain fields: workers record them directly.
-            new Hook(STREAM_TASK, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"),
-                    ADVICE + "TerminalLatency", List.of("processorContext"))
-                    .onlyIf(STREAM_TASK, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"), true),
-            // Before 4.1 a StampedRecord has no raw bytes: the deserializer's result carries them.
-            new Hook(P + "RecordDeserializer", "deserialize", List.of("org.apache.kafka.streams.processor.api.ProcessorContext",
-                    "org.apache.kafka.clients.consumer.ConsumerRecord"), ADVICE + "CarryRawBytes", List.of())
-                    .onlyIf(P + "StampedRecord", "rawKey", List.of(), false),
-            new Hook(STREAM_TASK, "suspend", List.of(), ADVICE + "Quiesce", List.of()),
-            new Hook(STREAM_TASK, "maybePunctuateSystemTime", List.of(), ADVICE + "PunctuateSystemTime",
-                    List.of("time", "systemTimePunctuationQueue", "commitNeeded")),
-            new Hook(STREAM_TASK, "closeClean", List.of(), ADVICE + "CloseClean", List.of()),
-            new Hook(STREAM_TASK, "prepareRecycle", List.of(), ADVICE + "CloseClean", List.of()),
-            new Hook(STREAM_TASK, "closeDirty", List.of(), ADVICE + "CloseDirty", List.of()),
-            new Hook(P + "AbstractTask", "revive", List.of(), ADVICE + "Revive", List.of()),
-            new Hook(STREAM_TASK, "maybePunctuateStreamTime", List.of(), ADVICE + "PunctuateStreamTime",
-                    List.of()),
-            new Hook(PCI, "forwardInternal", List.of(P + "ProcessorNode", "org.apache.kafka.streams.processor.api.Record"),
-                    ADVICE + "ForwardInternal", List.of()),
-            new Hook(PCI, "currentStreamTimeMs", List.of(), ADVICE + "CurrentStreamTime", List.of()),
-            new Hook(P + "StreamsProducer", "maybeBeginTransaction", List.of(), ADVICE + "BeginTransaction",
-                    List.of("transactionInFlight")),
-            new Hook(APC, "setSystemTimeMs", List.of("long"), ADVICE + "SetSystemTime", List.of()),
-            new Hook(APC, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTime", List.of()),
-            new Hook(CACHING_KV, "putInternal", List.of(BYTES, "byte[]"), ADVICE + "CachedWrite",
-                    List.of("streamThread", "flushListener", "sendOldValues", "cacheName", "position")),
-            new Hook(CACHING_KV, "put", List.of(BYTES, "byte[]"), ADVICE + "CachedWriteDone", List.of("streamThread")),
-            new Hook(CACHING_KV, "putIfAbsent", List.of(BYTES, "byte[]"), ADVICE + "CachedWriteDone",
-                    List.of("streamThread")),
-            new Hook(CACHING_KV, "putAll", List.of("java.util.List"), ADVICE + "CachedWriteDone", List.of("streamThread")),
-            new Hook(CACHING_KV, "delete", List.of(BYTES), ADVICE + "CachedWriteDone", List.of("streamThread")),
-            new Hook(IN_MEMORY_KV, "getKeyValueIterator", List.of("java.util.Set", "boolean"),
-                    ADVICE + "InMemoryIterator", List.of()),
-            new Hook(IN_MEMORY_KV, "reverseAll", List.of(), ADVICE + "InMemoryIterator", List.of()),
-            new Hook(IN_MEMORY_KV, "prefixScan", List.of("java.lang.Object",
-                    "org.apache.kafka.common.serialization.Serializer"), ADVICE + "InMemoryIterator", List.of()));
+    /**
+     * Every advice point, one list per instrumented Kafka class (its {@code …Hooks} file, beside the
+     * {@code …Advice} file with the advice); all bind or none is installed.
+     */
+    static final List<Hook> HOOKS = Stream.of(KafkaStreamsHooks.HOOKS, InternalTopologyBuilderHooks.HOOKS,
+                    StreamTaskHooks.HOOKS, StreamThreadHooks.HOOKS, TaskManagerHooks.HOOKS,
+                    RecordDeserializerHooks.HOOKS, ProcessorContextHooks.HOOKS, StreamsProducerHooks.HOOKS,
+                    StoreHooks.HOOKS)
+            .flatMap(List::stream)
+            .collect(Collectors.toUnmodifiableList());
 
-    /** Fields whose every read and write in these classes goes through {@link StreamShardFrames}. */
-    static final List<String> FRAMED_TYPES = List.of(APC, PCI);
-    static final Map<String, List<String>> FRAMED_FIELDS = Map.of(APC, List.of("recordContext", "currentNode"));
+    /** Fields whose every read and write in these classes goes through {@link #FRAMES}. */
+    static final List<String> FRAMED_TYPES = ProcessorContextHooks.FRAMED_TYPES;
+    static final Map<String, List<String>> FRAMED_FIELDS =
+            Map.of(ProcessorContextHooks.ABSTRACT, ProcessorContextHooks.FRAMED_FIELDS);
 
     private static volatile Instrumentation instrumentation;
     private static final Map<ClassLoader, Loader> LOADERS = Collections.synchronizedMap(new WeakHashMap<>());
@@ -356,12 +293,12 @@ public final class StreamShardAgent {
         return new KafkaReferences.Result(problems, r.variants);
     }
 
-    /** The advice (simple names) installed on the Kafka Streams {@code pool} describes. */
+    /** The advice installed on the Kafka Streams {@code pool} describes ("StreamTaskAdvice$DoProcess"). */
     static List<String> applied(TypePool pool) {
         List<String> out = new ArrayList<>();
         for (Hook h : HOOKS) {
             if (h.applies(pool)) {
-                out.add(h.advice().substring(ADVICE.length()));
+                out.add(h.advice().substring(P.length()));
             }
         }
         return out;

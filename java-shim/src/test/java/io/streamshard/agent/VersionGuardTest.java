@@ -70,12 +70,14 @@ class VersionGuardTest {
         boolean accumulator = version.startsWith("4.2") || version.startsWith("4.4");
         try (ClassFileLocator l = locator(version, version)) {
             List<String> applied = StreamShardAgent.applied(TypePool.Default.of(l));
-            assertThat(applied.contains("PrepareCommit")).isEqualTo(!before41);
-            assertThat(applied.contains("PrepareCommitBefore41")).isEqualTo(before41);
-            assertThat(applied.contains("CarryRawBytes")).isEqualTo(before41);
-            assertThat(applied.stream().filter("DirtyClose"::equals).count()).isEqualTo(before41 ? 2 : 0);
-            assertThat(applied.contains("TerminalLatency")).isEqualTo(accumulator);
-            assertThat(applied).contains("DoProcess", "ForwardInternal", "TaskCreated", "InstanceCreated", "Revive");
+            assertThat(applied.contains("StreamTaskAdvice$PrepareCommit")).isEqualTo(!before41);
+            assertThat(applied.contains("StreamTaskAdvice$PrepareCommitUpto40")).isEqualTo(before41);
+            assertThat(applied.contains("RecordDeserializerAdvice$Deserialize")).isEqualTo(before41);
+            assertThat(applied.stream().filter("TaskManagerAdvice$ClosingDirty"::equals).count())
+                    .isEqualTo(before41 ? 2 : 0);
+            assertThat(applied.contains("StreamTaskAdvice$MaybeAddTerminalE2ELatency")).isEqualTo(accumulator);
+            assertThat(applied).contains("StreamTaskAdvice$DoProcess", "ProcessorContextAdvice$ForwardInternal",
+                    "StreamTaskAdvice$Constructor", "KafkaStreamsAdvice$Constructor", "StreamTaskAdvice$Revive");
         }
     }
 
@@ -84,7 +86,7 @@ class VersionGuardTest {
         List<KafkaReferences.Ref> refs = index();
         assertThat(refs.stream().map(r -> r.from).distinct().collect(Collectors.toList()))
                 .contains("org/apache/kafka/streams/processor/internals/ShardedTask",
-                        "org/apache/kafka/streams/processor/internals/StreamShardAdvice$DoProcess",
+                        "org/apache/kafka/streams/processor/internals/StreamTaskAdvice$DoProcess",
                         "org/apache/kafka/streams/processor/internals/StreamShardCompat$Since41",
                         "org/apache/kafka/streams/processor/internals/StreamShardCompat$Upto40$Carrier");
         assertThat(refs.stream().map(KafkaReferences.Ref::line))
@@ -94,7 +96,7 @@ class VersionGuardTest {
         assertThat(helpers).contains("org/apache/kafka/streams/processor/internals/ShardedTask",
                 "io/streamshard/StreamShard", "io/streamshard/config/StreamShardConfig");
         assertThat(helpers).noneMatch(h -> h.startsWith("io/streamshard/agent/") || h.startsWith(
-                "io/streamshard/scheduler/") || h.contains("StreamShardAdvice"));
+                "io/streamshard/scheduler/") || h.contains("Advice"));
     }
 
     @Test

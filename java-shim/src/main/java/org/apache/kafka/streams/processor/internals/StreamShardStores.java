@@ -33,7 +33,7 @@ import org.apache.kafka.streams.state.internals.WrappedStateStore;
  * ({@link ShardedTask}), so no entry a worker could overtake is left dirty: its StreamThread
  * then puts nothing into those caches until the task is drained again.
  *
- * <p><b>In-memory iterators.</b> The fix for the in-memory key-value store's iterators (see {@link StreamShardAdvice.InMemoryIterator}).
+ * <p><b>In-memory iterators.</b> The fix for the in-memory key-value store's iterators (see {@link StoreAdvice.InMemoryIterator}).
  * {@code InMemoryKeyValueStore} guards its {@code TreeMap} with its own monitor on every write,
  * but its iterator's {@code hasNext}, {@code next} and {@code peekNextKey} read the map later,
  * unguarded: a put that rebalances the tree meanwhile can make {@code get} miss an entry that is

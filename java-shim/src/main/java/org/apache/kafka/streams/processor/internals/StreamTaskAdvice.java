@@ -1,0 +1,169 @@
+package org.apache.kafka.streams.processor.internals;
+
+import net.bytebuddy.asm.Advice;
+
+/**
+ * The agent's advice for StreamTask (and AbstractTask, its superclass: revive). One class per
+ * advised method, named after it (or after what it does where several methods share it); each is inlined into its method and only hands
+ * off to streamshard's helpers. The rows that place them (method, parameters, fields read,
+ * versions) are in {@code io.streamshard.agent.StreamTaskHooks}.
+ */
+public final class StreamTaskAdvice {
+    private StreamTaskAdvice() {}
+
+    /** StreamTask constructor exit. */
+    public static final class Constructor {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics,
+                @Advice.FieldValue("processLatencySensor") org.apache.kafka.common.metrics.Sensor processLatency) {
+            StreamShardInstances.taskCreated(task, metrics, processLatency);
+        }
+    }
+
+    /**
+     * StreamTask.doProcess: hand the record to the workers (the body is skipped), or let the
+     * stock body run it on the StreamThread (inline: the task is drained), timed for the inline
+     * policy.
+     */
+    public static final class DoProcess {
+        @Advice.OnMethodEnter(skipOn = ShardedTask.HandedOff.class)
+        static Object enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
+                @Advice.FieldValue("recordInfo") AbstractPartitionGroup.RecordInfo info,
+                @Advice.Argument(0) long wallClockTime) {
+            ShardedTask s = StreamShardInstances.task(task);
+            return s == null ? null : s.submit(record, info, wallClockTime);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Enter Object taken) {
+            if (taken instanceof ShardedTask) {
+                ((ShardedTask) taken).ranInline();
+            }
+        }
+    }
+
+    /** StreamTask.isProcessable exit. */
+    public static final class IsProcessable {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This StreamTask task, @Advice.Return(readOnly = false) boolean processable) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                processable = s.processable(processable);
+            }
+        }
+    }
+
+    /** StreamTask.prepareCommit entry. */
+    public static final class PrepareCommit {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task, @Advice.Argument(0) boolean clean) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.beforeCommit(clean);
+            }
+        }
+    }
+
+    /**
+     * StreamTask.prepareCommit() entry, before Kafka Streams 4.1: a commit, unless the StreamThread
+     * is closing tasks dirty (see {@link TaskManagerAdvice.ClosingDirty}).
+     */
+    public static final class PrepareCommitUpto40 {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.beforeCommit(!StreamShardInstances.closingDirty());
+            }
+        }
+    }
+
+    /**
+     * StreamTask.maybeAddTerminalE2ELatency (4.2.x, 4.4.x): the terminal end-to-end latency goes
+     * into an accumulator of plain fields that the StreamThread flushes. A worker's forward into a
+     * terminal node records that latency per record instead (the synchronized sensor, as 4.3 does);
+     * on the StreamThread the stock body runs.
+     */
+    public static final class MaybeAddTerminalE2ELatency {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("processorContext") Object context,
+                @Advice.Argument(0) long timestamp, @Advice.Argument(1) String node) {
+            StreamShardFrames.Frame f = StreamShardFrames.of(context);
+            if (f == null) {
+                return false;
+            }
+            task.maybeRecordE2ELatency(timestamp, f.systemTimeMs, node);
+            return true;
+        }
+    }
+
+    /** StreamTask.suspend entry. */
+    public static final class Suspend {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardInstances.drain(task);
+        }
+    }
+
+    /**
+     * StreamTask.maybePunctuateSystemTime, replaced for streamshard's tasks: wall-clock punctuators
+     * run on a drained task. The body reads the clock itself, so a check made here with another
+     * reading could say "not due" a millisecond before the body punctuates; the replacement reads
+     * it once, drains if due, and punctuates with that same time, as the body would.
+     */
+    public static final class MaybePunctuateSystemTime {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static Boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("time") Object time,
+                @Advice.FieldValue("systemTimePunctuationQueue") PunctuationQueue queue) {
+            return StreamShardInstances.punctuateSystemTime(task, (org.apache.kafka.common.utils.Time) time, queue);
+        }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Enter Boolean punctuated, @Advice.Return(readOnly = false) boolean result,
+                @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean commitNeeded) {
+            if (punctuated != null) {
+                result = punctuated;
+                if (punctuated) {
+                    commitNeeded = true;
+                }
+            }
+        }
+    }
+
+    /**
+     * StreamTask.maybePunctuateStreamTime entry: stream-time punctuators run on a drained task
+     * (both regions empty), so they see the state stock would show at that stream time.
+     */
+    public static final class MaybePunctuateStreamTime {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            if (task.canPunctuateStreamTime()) {
+                StreamShardInstances.drain(task);
+            }
+        }
+    }
+
+    /** StreamTask.closeClean / prepareRecycle entry. */
+    public static final class CloseClean {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardInstances.taskClosing(task, true);
+        }
+    }
+
+    /** StreamTask.closeDirty entry. */
+    public static final class CloseDirty {
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            StreamShardInstances.taskClosing(task, false);
+        }
+    }
+
+    /** AbstractTask.revive exit: the same task object, closed dirty, is brought back. */
+    public static final class Revive {
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object task) {
+            StreamShardInstances.taskRevived(task);
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package org.apache.kafka.streams.processor.internals;
+
+import net.bytebuddy.asm.Advice;
+
+/**
+ * The agent's advice for StreamsProducer. One class per advised method, named after it (or after
+ * what it does where several methods share it); each is inlined into its method and only hands
+ * off to streamshard's helpers. The rows that place them (method, parameters, fields read,
+ * versions) are in {@code io.streamshard.agent.StreamsProducerHooks}.
+ */
+public final class StreamsProducerAdvice {
+    private StreamsProducerAdvice() {}
+
+    /**
+     * StreamsProducer.maybeBeginTransaction: a check-then-act on a plain boolean, and under
+     * exactly-once several workers of one StreamThread send through the same producer. While no
+     * transaction is in flight, callers take a per-producer lock, so exactly one begins it.
+     */
+    public static final class MaybeBeginTransaction {
+        @Advice.OnMethodEnter
+        static java.util.concurrent.locks.ReentrantLock enter(@Advice.This StreamsProducer producer,
+                @Advice.FieldValue("transactionInFlight") boolean inFlight) {
+            // Without exactly-once there is no transaction to begin: no lock on every send.
+            return inFlight || !producer.eosEnabled() ? null : StreamShardInstances.lockBegin(producer);
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
+        static void exit(@Advice.Enter java.util.concurrent.locks.ReentrantLock lock) {
+            if (lock != null) {
+                lock.unlock();
+            }
+        }
+    }
+}
