@@ -22,6 +22,10 @@ import sys
 # An object's identity hash in a parameterized test's display name (Topology@62c5bbdc) differs
 # from run to run; without it the names of two runs match.
 IDENTITY = re.compile(r"@[0-9a-f]{5,8}\b")
+# A parameterized test's invocation number ("verifyStore[21] [21] cache=true, ...") depends on the
+# order of its parameter sets, which some tests shuffle at random (IQv2StoreIntegrationTest): the
+# parameters name the test, "verifyStore[cache=true, ...]".
+INVOCATION = re.compile(r"^([^\[]+)\[(\d+)\] \[\2\] (.+)$")
 
 
 def read_rows(path):
@@ -36,7 +40,7 @@ def read_rows(path):
                 continue
             parts += [""] * (7 - len(parts))
             cls, test, result, workers, serial, inline, reason = parts[:7]
-            test = IDENTITY.sub("@", test)
+            test = INVOCATION.sub(r"\1[\3]", IDENTITY.sub("@", test))
             prev = out.get((cls, test))
             history = (prev["history"] if prev else []) + [result]
             counts = [workers, serial, inline]
