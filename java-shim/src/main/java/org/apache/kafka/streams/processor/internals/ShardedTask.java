@@ -2,23 +2,20 @@ package org.apache.kafka.streams.processor.internals;
 
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.InlinePolicy;
 import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.ShardTaskFailedException;
 import io.streamshard.scheduler.RecordTotals;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.header.Headers;
-import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.streams.errors.StreamsException;
-import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.common.metrics.Sensor;
 
 /**
  * One StreamTask that runs through streamshard: the record path. Everything here runs on the
@@ -37,10 +34,10 @@ import org.apache.kafka.streams.processor.api.Record;
  * scheduler reports every record of the task finished, the serial region is empty too: a drain
  * of the scheduler is a drain of both regions.
  */
-public final class ShardedTask implements io.streamshard.metrics.StreamShardMetrics.TaskView {
+public final class ShardedTask implements StreamShardMetrics.TaskView {
     final StreamShardInstances.Instance instance;
     final StreamTask task;
-    private final InternalProcessorContext<?, ?> context;
+    final InternalProcessorContext<?, ?> context;
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
     /** Partition → its number in the scheduler registration; concurrent: the status thread reads it. */
@@ -56,7 +53,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     private final InlinePolicy inline;
     private final int maxBacklog;
     /** The ordered hand-back into the serial region; null if the task has none. */
-    private final SerialRegion serialRegion;
+    final SerialRegion serialRegion;
     private ShardExecutor.ShardTask shard;
 
     /** Drain statistics: written by the StreamThread only, read by metrics readers. */
@@ -118,10 +115,10 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
     }
 
     /** The task's own process-latency sensor (DEBUG), recorded for the records streamshard runs. */
-    private final org.apache.kafka.common.metrics.Sensor processLatency;
+    private final Sensor processLatency;
 
     ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification,
-            org.apache.kafka.common.metrics.Sensor processLatency) {
+            Sensor processLatency) {
         this.instance = instance;
         this.processLatency = processLatency;
         this.task = task;
@@ -153,6 +150,25 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         return processLatency != null && processLatency.shouldRecord() && processLatency.hasMetrics();
     }
 
+    /** Whether the inline policy wants records' run times (besides {@link #measureLatency}). */
+    boolean timing() {
+        return inline.timing();
+    }
+
+    /**
+     * The one sink of a record's run time, ns, whichever thread ran it (the StreamThread inline, a
+     * worker, the serial runner for the whole record): the inline policy, and the task's
+     * process-latency sensor if the record was {@code measured}.
+     */
+    void timed(long nanos, boolean measured) {
+        if (inline.timing()) {
+            inline.timed(nanos);
+        }
+        if (measured) {
+            processLatency.record(nanos);
+        }
+    }
+
     private ShardExecutor.ShardTask shard() {
         if (shard == null) {
             shard = instance.executor.register(task.id().subtopology(), task.id().partition(),
@@ -180,7 +196,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
                 // exactly-once, handleCorruption commits the thread's other tasks) must not race
                 // with this task's workers still sending.
                 drain();
-                rethrowFailure(handedOffBefore);
+                TaskFailures.rethrow(handedOffBefore);
             }
             if (runInline()) {
                 // Nothing of the task is on a worker: stock's own body runs the record, on the
@@ -192,28 +208,8 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
             handOver(record, info, wallClockTime);
             return HandedOff.INSTANCE;
         } catch (RuntimeException e) {
-            throw asThrownByProcess(e);
+            throw TaskFailures.asThrownByProcess(e, shard, task.id());
         }
-    }
-
-    /**
-     * What the StreamThread throws for {@code e} from StreamTask.process: a worker's failure as the
-     * worker gave it, a StreamsException or a client TimeoutException as it is, anything else
-     * wrapped in a StreamsException (see {@link #submit}).
-     */
-    private RuntimeException asThrownByProcess(RuntimeException e) {
-        if (e instanceof ShardTaskFailedException) {
-            // A worker failed: its own exception, as the drain does.
-            Throwable f = shard == null ? null : shard.failure();
-            if (f instanceof StreamsException) {
-                return (StreamsException) f;
-            }
-            return new StreamsException(e.getMessage(), f != null ? f : e, task.id());
-        }
-        if (e instanceof StreamsException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
-            return e;
-        }
-        return new StreamsException("streamshard: task " + task.id() + ": " + e.getMessage(), e, task.id());
     }
 
     /** What {@link #submit} returns for a record handed to the workers: StreamTask.doProcess skips its body. */
@@ -228,7 +224,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
 
     /** StreamTask.doProcess exit for a record run inline (thrown or not): its time for the inline policy. */
     public void ranInline() {
-        inline.timed(System.nanoTime() - inlineStarted);
+        timed(System.nanoTime() - inlineStarted, false); // the stock body records the sensor itself
         RecordTotals.ranInline();
     }
 
@@ -307,17 +303,9 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         if (failed.failure() != null) {
             try {
                 drain();
-                rethrowFailure(failed);
-            } catch (org.apache.kafka.common.errors.TimeoutException e) {
-                // What stock's process makes of a timeout (a send that timed out, say), which it
-                // catches only around the record, not around this call: under exactly-once the
-                // task is corrupted (closed dirty and read again from its committed offsets).
-                if (instance.eos) {
-                    throw new org.apache.kafka.streams.errors.TaskCorruptedException(Set.of(task.id()));
-                }
-                throw e;
+                TaskFailures.rethrow(failed);
             } catch (RuntimeException e) {
-                throw asThrownByProcess(e);
+                throw TaskFailures.asThrownByIsProcessable(e, shard, task.id(), instance.eos);
             }
         }
         if (!stock) {
@@ -361,7 +349,7 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         try {
             shard.drain();
         } catch (ShardTaskFailedException e) {
-            rethrowFailure(shard);
+            TaskFailures.rethrow(shard);
             throw e;
         } finally {
             long took = System.nanoTime() - started;
@@ -377,10 +365,18 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         }
     }
 
-    /** The task leaves the scheduler: drain (clean), or drop queued records and wait for running ones. */
-    void close(boolean clean) {
+    /** How a task leaves the scheduler (StreamTask.closeClean / prepareRecycle, or closeDirty). */
+    enum CloseMode {
+        /** Every handed-out record runs to its end first (a failed task: as DIRTY). */
+        CLEAN,
+        /** Queued records are dropped; running ones are waited for. */
+        DIRTY
+    }
+
+    /** The task leaves the scheduler. */
+    void close(CloseMode mode) {
         if (shard != null) {
-            closeShard(!clean || shard.failure() != null);
+            closeShard(mode == CloseMode.DIRTY || shard.failure() != null);
         }
     }
 
@@ -392,242 +388,6 @@ public final class ShardedTask implements io.streamshard.metrics.StreamShardMetr
         if (serialRegion != null) {
             // Whatever was dropped never reaches the serial region; start it afresh.
             serialRegion.reset();
-        }
-    }
-
-    /** {@code FailedProcessingException.failedProcessorNodeName()} (Kafka Streams 4.0+), or null. */
-    static String failedNode(RuntimeException e) {
-        try {
-            return (String) e.getClass().getMethod("failedProcessorNodeName").invoke(e);
-        } catch (ReflectiveOperationException | RuntimeException | LinkageError x) {
-            return null;
-        }
-    }
-
-    /** Rethrows a worker's failure unchanged where possible, so the stock error path runs. */
-    private static void rethrowFailure(ShardExecutor.ShardTask shard) {
-        Throwable f = shard.failure();
-        if (f instanceof RuntimeException) {
-            throw (RuntimeException) f;
-        }
-        if (f instanceof Error) {
-            throw (Error) f;
-        }
-        if (f != null) {
-            throw new ShardTaskFailedException(shard.id(), f);
-        }
-    }
-
-    // ---------------------------------------------------------------- one record
-
-    /** A forward into the serial region, captured on a worker. */
-    private static final class Parked {
-        final ProcessorNode<Object, Object, ?, ?> child;
-        final Record<Object, Object> record;
-        final ProcessorRecordContext recordContext;
-        final long systemTimeMs;
-
-        Parked(ProcessorNode<Object, Object, ?, ?> child, Record<Object, Object> record,
-                ProcessorRecordContext recordContext, long systemTimeMs) {
-            this.child = child;
-            this.record = record;
-            this.recordContext = recordContext;
-            this.systemTimeMs = systemTimeMs;
-        }
-    }
-
-    /**
-     * One record of the task, from dequeue to the end of its serial part. Built on the
-     * StreamThread; its parallel part runs on one worker (or the StreamThread, inline); its
-     * serial part on the runner.
-     */
-    public static final class Ticket extends SerialRegion.Entry implements Runnable {
-        private final ShardedTask owner;
-        private final SourceNode<Object, Object> source;
-        private final Object key;
-        private final Object value;
-        private final ProcessorRecordContext recordContext;
-        private final long wallClockTime;
-        /** The task's stream time when the StreamThread dequeued the record. */
-        final long streamTime;
-        /** Written by the worker running the parallel part, read by the runner after it finished. */
-        private ArrayList<Parked> parked;
-        /** The parallel part's run time, ns, until the serial part adds its own (SPLIT tasks). */
-        private long parallelNanos;
-        /** Whether the serial part owes the process-latency sensor this record's whole time. */
-        private boolean latencyPending;
-        /** The last forward's headers as the parallel node gave them, and the copy parked for them. */
-        private Headers lastHeaders;
-        private Headers lastCopy;
-        private ProcessorRecordContext lastContext;
-        private ProcessorRecordContext lastCaptured;
-
-        Ticket(ShardedTask owner, SourceNode<Object, Object> source, Object key, Object value,
-                ProcessorRecordContext recordContext, long wallClockTime, long streamTime) {
-            this.owner = owner;
-            this.source = source;
-            this.key = key;
-            this.value = value;
-            this.recordContext = recordContext;
-            this.wallClockTime = wallClockTime;
-            this.streamTime = streamTime;
-        }
-
-        ShardedTask owner() {
-            return owner;
-        }
-
-        /** On a worker: the parallel part, then this ticket's turn at the serial runner. */
-        @Override
-        public void run() {
-            RecordTotals.ranOnWorker();
-            runParallelPart();
-            if (owner.serialRegion != null) {
-                owner.serialRegion.finished(this);
-            }
-        }
-
-        private void runParallelPart() {
-            boolean measured = owner.measureLatency();
-            boolean inlineTiming = owner.inline.timing();
-            boolean timing = inlineTiming || measured;
-            long started = timing ? System.nanoTime() : 0;
-            StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
-                    streamTime, this));
-            try {
-                source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
-            } catch (RuntimeException e) {
-                throw asStock(e);
-            } finally {
-                StreamShardFrames.pop();
-                if (timing) {
-                    long took = System.nanoTime() - started;
-                    if (owner.serialRegion != null) {
-                        parallelNanos = took; // the whole record is timed once its serial part ran
-                        latencyPending = measured;
-                    } else {
-                        if (inlineTiming) {
-                            owner.inline.timed(took);
-                        }
-                        if (measured) {
-                            owner.processLatency.record(took);
-                        }
-                    }
-                }
-            }
-        }
-
-        /**
-         * A worker's forward into a serial-region node: kept for the runner. The headers are
-         * copied, because the record goes on through the parallel nodes, which may change them
-         * before the serial node (in stock, earlier) sees them.
-         */
-        @SuppressWarnings("unchecked")
-        void park(ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record, StreamShardFrames.Frame frame) {
-            // One forward to several serial children shares one copy, as stock's children share
-            // one Headers object: what the first child does to it the next one sees.
-            ProcessorRecordContext rc = frame.recordContext;
-            Headers headers;
-            ProcessorRecordContext captured;
-            if (record.headers() == lastHeaders && rc == lastContext) {
-                headers = lastCopy;
-                captured = lastCaptured;
-            } else {
-                headers = new RecordHeaders(record.headers().toArray());
-                captured = rc == null ? null : StreamShardCompat.COMPAT.withHeaders(rc, headers);
-                lastHeaders = record.headers();
-                lastCopy = headers;
-                lastContext = rc;
-                lastCaptured = captured;
-            }
-            if (parked == null) {
-                parked = new ArrayList<>(2);
-            }
-            parked.add(new Parked((ProcessorNode<Object, Object, ?, ?>) child,
-                    ((Record<Object, Object>) record).withHeaders(headers), captured, frame.systemTimeMs));
-        }
-
-        /** On the runner: what stock's forwardInternal would have done for each parked forward. */
-        @Override
-        protected void runSerialPart() {
-            ArrayList<Parked> p = parked;
-            parked = null;
-            lastHeaders = null;
-            lastCopy = null;
-            lastContext = null;
-            lastCaptured = null;
-            boolean measured = latencyPending;
-            latencyPending = false;
-            if (p == null) {
-                if (owner.inline.timing()) {
-                    owner.inline.timed(parallelNanos);
-                }
-                if (measured) {
-                    owner.processLatency.record(parallelNanos);
-                }
-                return;
-            }
-            RecordTotals.ranSerialPart();
-            long started = owner.inline.timing() || measured ? System.nanoTime() : 0;
-            try {
-                replay(p);
-            } finally {
-                if (started != 0) {
-                    long whole = parallelNanos + System.nanoTime() - started;
-                    if (owner.inline.timing()) {
-                        owner.inline.timed(whole);
-                    }
-                    if (measured) {
-                        owner.processLatency.record(whole);
-                    }
-                }
-            }
-        }
-
-        /**
-         * What stock's {@code StreamTask.process} turns a processing failure into, built here, where
-         * the failed record is known: stock formats its message from the task's current record and
-         * its context's current node, which on the StreamThread are another record (or none) and
-         * null by the time a worker's failure is rethrown there (a NullPointerException that hid the
-         * cause). Stock names the node a {@code FailedProcessingException} carries (4.0+), else the
-         * context's current node, which its forwards have restored to the source by then.
-         */
-        private RuntimeException asStock(RuntimeException e) {
-            if (e instanceof org.apache.kafka.streams.errors.internals.FailedProcessingException) {
-                String message = e.getMessage();
-                if (message == null) {
-                    String node = failedNode(e);
-                    message = stockMessage(node != null ? node : source.name());
-                }
-                return new StreamsException(message, e.getCause());
-            }
-            if (e instanceof StreamsException || e instanceof org.apache.kafka.common.errors.TimeoutException) {
-                return e; // stock rethrows these as they are
-            }
-            return new StreamsException(stockMessage(source.name()), e);
-        }
-
-        private String stockMessage(String node) {
-            return String.format("Exception caught in process. taskId=%s, processor=%s, topic=%s, partition=%d, "
-                    + "offset=%d", owner.task.id(), node, recordContext.topic(), recordContext.partition(),
-                    recordContext.offset());
-        }
-
-        private void replay(ArrayList<Parked> p) {
-            for (Parked f : p) {
-                StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext, f.child,
-                        f.systemTimeMs, streamTime, null));
-                try {
-                    f.child.process(f.record);
-                    if (f.child.isTerminalNode()) {
-                        owner.task.maybeRecordE2ELatency(f.record.timestamp(), f.systemTimeMs, f.child.name());
-                    }
-                } catch (RuntimeException e) {
-                    throw asStock(e);
-                } finally {
-                    StreamShardFrames.pop();
-                }
-            }
         }
     }
 }

@@ -13,6 +13,16 @@ package org.apache.kafka.streams.processor.internals;
 public final class StreamShardFrames {
     private StreamShardFrames() {}
 
+    /** Where a frame's forwards into the serial region go: the record's {@link Ticket}. */
+    interface Parking {
+        /** Whether a forward into {@code child} is parked for the serial runner instead of run. */
+        boolean parks(ProcessorNode<?, ?, ?, ?> child);
+
+        /** Keeps the forward of {@code record} into {@code child}, made with {@code frame}. */
+        void park(ProcessorNode<?, ?, ?, ?> child, org.apache.kafka.streams.processor.api.Record<?, ?> record,
+                Frame frame);
+    }
+
     /** One thread's view of one context. */
     public static final class Frame {
         final Object context;
@@ -22,10 +32,10 @@ public final class StreamShardFrames {
         /** The task's stream time when the StreamThread dequeued the record. */
         final long streamTimeMs;
         /** Where forwards into the serial region are parked; null: run every forward directly. */
-        final ShardedTask.Ticket parkOn;
+        final Parking parkOn;
 
         Frame(Object context, ProcessorRecordContext recordContext, ProcessorNode<?, ?, ?, ?> node, long systemTimeMs,
-                long streamTimeMs, ShardedTask.Ticket parkOn) {
+                long streamTimeMs, Parking parkOn) {
             this.context = context;
             this.recordContext = recordContext;
             this.currentNode = node;
@@ -88,7 +98,7 @@ public final class StreamShardFrames {
     public static boolean park(Object context, ProcessorNode<?, ?, ?, ?> child,
             org.apache.kafka.streams.processor.api.Record<?, ?> record) {
         Frame f = of(context);
-        if (f == null || f.parkOn == null || !f.parkOn.owner().serial(child)) {
+        if (f == null || f.parkOn == null || !f.parkOn.parks(child)) {
             return false;
         }
         f.parkOn.park(child, record, f);

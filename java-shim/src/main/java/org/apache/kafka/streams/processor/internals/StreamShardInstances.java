@@ -322,7 +322,7 @@ public final class StreamShardInstances {
         ShardedTask s = TASKS.remove(task);
         if (s != null) {
             s.instance.metrics.removeTask(s);
-            s.close(clean);
+            s.close(clean ? ShardedTask.CloseMode.CLEAN : ShardedTask.CloseMode.DIRTY);
             if (!clean) {
                 // Kafka Streams may revive this very object (task corruption): it then runs parallel
                 // again, from a fresh scheduler registration. Weakly held, so a task dropped for good

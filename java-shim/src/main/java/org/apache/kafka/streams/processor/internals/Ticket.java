@@ -1,0 +1,176 @@
+package org.apache.kafka.streams.processor.internals;
+
+import io.streamshard.runtime.SerialRegion;
+import io.streamshard.scheduler.RecordTotals;
+import java.util.ArrayList;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.streams.processor.api.Record;
+
+/**
+ * One record of a {@link ShardedTask}, from dequeue to the end of its serial part. Built on the
+ * StreamThread; its parallel part runs on one worker; if the task has a serial region, the
+ * forwards its parallel nodes make into that region are parked here ({@link #park}) and replayed
+ * by the serial runner in dequeue order ({@link #runSerialPart}), with the record context and
+ * system time each forward had.
+ */
+final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFrames.Parking {
+    private final ShardedTask owner;
+    private final SourceNode<Object, Object> source;
+    private final Object key;
+    private final Object value;
+    private final ProcessorRecordContext recordContext;
+    private final long wallClockTime;
+    /** The task's stream time when the StreamThread dequeued the record. */
+    final long streamTime;
+    /** Written by the worker running the parallel part, read by the runner after it finished. */
+    private ArrayList<Parked> parked;
+    /** The parallel part's run time, ns, until the serial part adds its own (tasks with a serial region). */
+    private long parallelNanos;
+    /** Whether the serial part owes the process-latency sensor this record's whole time. */
+    private boolean latencyPending;
+    /** The last forward's headers as the parallel node gave them, and the copy parked for them. */
+    private Headers lastHeaders;
+    private Headers lastCopy;
+    private ProcessorRecordContext lastContext;
+    private ProcessorRecordContext lastCaptured;
+
+    /** A forward into the serial region, captured on a worker. */
+    private static final class Parked {
+        final ProcessorNode<Object, Object, ?, ?> child;
+        final Record<Object, Object> record;
+        final ProcessorRecordContext recordContext;
+        final long systemTimeMs;
+
+        Parked(ProcessorNode<Object, Object, ?, ?> child, Record<Object, Object> record,
+                ProcessorRecordContext recordContext, long systemTimeMs) {
+            this.child = child;
+            this.record = record;
+            this.recordContext = recordContext;
+            this.systemTimeMs = systemTimeMs;
+        }
+    }
+
+    Ticket(ShardedTask owner, SourceNode<Object, Object> source, Object key, Object value,
+            ProcessorRecordContext recordContext, long wallClockTime, long streamTime) {
+        this.owner = owner;
+        this.source = source;
+        this.key = key;
+        this.value = value;
+        this.recordContext = recordContext;
+        this.wallClockTime = wallClockTime;
+        this.streamTime = streamTime;
+    }
+
+    /** On a worker: the parallel part, then this ticket's turn at the serial runner. */
+    @Override
+    public void run() {
+        RecordTotals.ranOnWorker();
+        runParallelPart();
+        if (owner.serialRegion != null) {
+            owner.serialRegion.finished(this);
+        }
+    }
+
+    private void runParallelPart() {
+        boolean measured = owner.measureLatency();
+        long started = measured || owner.timing() ? System.nanoTime() : 0;
+        StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
+                streamTime, this));
+        try {
+            source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
+        } catch (RuntimeException e) {
+            throw TaskFailures.asStock(e, owner.task.id(), source.name(), recordContext);
+        } finally {
+            StreamShardFrames.pop();
+            if (started != 0) {
+                long took = System.nanoTime() - started;
+                if (owner.serialRegion != null) {
+                    parallelNanos = took; // the whole record is timed once its serial part ran
+                    latencyPending = measured;
+                } else {
+                    owner.timed(took, measured);
+                }
+            }
+        }
+    }
+
+    @Override
+    public boolean parks(ProcessorNode<?, ?, ?, ?> child) {
+        return owner.serial(child);
+    }
+
+    /**
+     * A worker's forward into a serial-region node: kept for the runner. The headers are
+     * copied, because the record goes on through the parallel nodes, which may change them
+     * before the serial node (in stock, earlier) sees them.
+     */
+    @Override
+    @SuppressWarnings("unchecked")
+    public void park(ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record, StreamShardFrames.Frame frame) {
+        // One forward to several serial children shares one copy, as stock's children share
+        // one Headers object: what the first child does to it the next one sees.
+        ProcessorRecordContext rc = frame.recordContext;
+        Headers headers;
+        ProcessorRecordContext captured;
+        if (record.headers() == lastHeaders && rc == lastContext) {
+            headers = lastCopy;
+            captured = lastCaptured;
+        } else {
+            headers = new RecordHeaders(record.headers().toArray());
+            captured = rc == null ? null : StreamShardCompat.COMPAT.withHeaders(rc, headers);
+            lastHeaders = record.headers();
+            lastCopy = headers;
+            lastContext = rc;
+            lastCaptured = captured;
+        }
+        if (parked == null) {
+            parked = new ArrayList<>(2);
+        }
+        parked.add(new Parked((ProcessorNode<Object, Object, ?, ?>) child,
+                ((Record<Object, Object>) record).withHeaders(headers), captured, frame.systemTimeMs));
+    }
+
+    /** On the runner: what stock's forwardInternal would have done for each parked forward. */
+    @Override
+    protected void runSerialPart() {
+        ArrayList<Parked> p = parked;
+        parked = null;
+        lastHeaders = null;
+        lastCopy = null;
+        lastContext = null;
+        lastCaptured = null;
+        boolean measured = latencyPending;
+        latencyPending = false;
+        if (p == null) {
+            owner.timed(parallelNanos, measured);
+            return;
+        }
+        RecordTotals.ranSerialPart();
+        long started = owner.timing() || measured ? System.nanoTime() : 0;
+        try {
+            replay(p);
+        } finally {
+            if (started != 0) {
+                owner.timed(parallelNanos + System.nanoTime() - started, measured);
+            }
+        }
+    }
+
+    private void replay(ArrayList<Parked> p) {
+        for (Parked f : p) {
+            StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext, f.child,
+                    f.systemTimeMs, streamTime, null));
+            try {
+                f.child.process(f.record);
+                if (f.child.isTerminalNode()) {
+                    owner.task.maybeRecordE2ELatency(f.record.timestamp(), f.systemTimeMs, f.child.name());
+                }
+            } catch (RuntimeException e) {
+                throw TaskFailures.asStock(e, owner.task.id(), source.name(), recordContext);
+            } finally {
+                StreamShardFrames.pop();
+            }
+        }
+    }
+}
