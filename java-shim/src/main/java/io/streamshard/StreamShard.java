@@ -53,9 +53,11 @@ public final class StreamShard {
         try {
             inst = net.bytebuddy.agent.ByteBuddyAgent.install();
         } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger("io.streamshard").error(
-                    "streamshard: cannot attach to this JVM ({}); start it with -javaagent:streamshard.jar or "
-                            + "-Djdk.attach.allowAttachSelf=true; the application runs stock", e.toString());
+            org.slf4j.LoggerFactory.getLogger("io.streamshard")
+                    .error(
+                            "streamshard: cannot attach to this JVM ({}); start it with -javaagent:streamshard.jar or "
+                                    + "-Djdk.attach.allowAttachSelf=true; the application runs stock",
+                            e.toString());
             return false;
         }
         return io.streamshard.agent.StreamShardAgent.install(inst, StreamShard.class.getClassLoader());

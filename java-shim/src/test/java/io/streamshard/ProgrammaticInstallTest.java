@@ -20,7 +20,9 @@ class ProgrammaticInstallTest {
         p.put("application.id", "programmatic-install");
         p.put("bootstrap.servers", "127.0.0.1:1"); // never started: no broker needed
         p.put("streamshard.workers", "2");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-install").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-install").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             assertThat(StreamShard.active(streams)).isTrue();
         }

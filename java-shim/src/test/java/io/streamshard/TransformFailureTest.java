@@ -20,7 +20,9 @@ class TransformFailureTest {
         Properties p = new Properties();
         p.put("application.id", "transform-failure");
         p.put("bootstrap.servers", "127.0.0.1:1"); // never started: no broker needed
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-failure").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-failure").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             assertThat(StreamShard.active(streams)).isFalse();
         }

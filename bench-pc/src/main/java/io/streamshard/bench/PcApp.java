@@ -56,7 +56,8 @@ public final class PcApp {
         ParallelConsumerOptions<String, String> options = ParallelConsumerOptions.<String, String>builder()
                 .ordering(ProcessingOrder.KEY)
                 .maxConcurrency(workers)
-                .commitMode(eos ? CommitMode.PERIODIC_TRANSACTIONAL_PRODUCER : CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
+                .commitMode(
+                        eos ? CommitMode.PERIODIC_TRANSACTIONAL_PRODUCER : CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
                 .consumer(consumer)
                 .producer(producer)
                 .build();

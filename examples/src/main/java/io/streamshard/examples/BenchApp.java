@@ -1,5 +1,6 @@
 package io.streamshard.examples;
 
+import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
@@ -8,11 +9,10 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
-import java.time.Duration;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
-import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
 
 /**
  * The benchmark's Kafka Streams app, run unchanged stock and with {@code -javaagent:streamshard.jar}
@@ -57,9 +57,10 @@ public final class BenchApp {
                 }
             }
             case "join" -> {
-                KTable<String, String> table = b.table(input + "-table", Consumed.with(Serdes.String(), Serdes.String()));
-                KStream<String, String> joined = worked.leftJoin(table,
-                        (v, tier) -> v + "," + (tier == null ? "none" : tier));
+                KTable<String, String> table =
+                        b.table(input + "-table", Consumed.with(Serdes.String(), Serdes.String()));
+                KStream<String, String> joined =
+                        worked.leftJoin(table, (v, tier) -> v + "," + (tier == null ? "none" : tier));
                 joined.to(output, Produced.with(Serdes.String(), Serdes.String()));
                 countInto(joined, counts);
             }
@@ -78,14 +79,17 @@ public final class BenchApp {
                 KStream<String, String> words = worked.flatMapValues(v -> java.util.List.of(v));
                 words.to(output, Produced.with(Serdes.String(), Serdes.String()));
                 // Named, so the harness can wait on <application-id>-words-repartition too.
-                words.groupBy((k, v) -> k, org.apache.kafka.streams.kstream.Grouped.with("words", Serdes.String(),
-                                Serdes.String()))
+                words.groupBy(
+                                (k, v) -> k,
+                                org.apache.kafka.streams.kstream.Grouped.with(
+                                        "words", Serdes.String(), Serdes.String()))
                         .count()
                         .toStream()
                         .mapValues(c -> Long.toString(c))
                         .to(counts, Produced.with(Serdes.String(), Serdes.String()));
             }
-            default -> throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window, wordcount)");
+            default ->
+                throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window, wordcount)");
         }
         return b.build();
     }
@@ -108,7 +112,8 @@ public final class BenchApp {
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+        p.put(
+                StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 args[6].equals("eos") ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, Integer.parseInt(args[7]));
         p.put("auto.offset.reset", "earliest");

@@ -55,8 +55,8 @@ public final class Demo {
             String suffix = "-" + mode + "-" + run;
             int n = mode.equals("stock") ? Math.max(500, records / 100) : records;
             EnrichmentApp.prepare(bootstrap, suffix, 4, CUSTOMERS);
-            OrderProducer.Expected expected = OrderProducer.produce(bootstrap, EnrichmentApp.INPUT + suffix, n,
-                    CUSTOMERS, 0.0, 42);
+            OrderProducer.Expected expected =
+                    OrderProducer.produce(bootstrap, EnrichmentApp.INPUT + suffix, n, CUSTOMERS, 0.0, 42);
             Result r = runApp(bootstrap, mode, agent, suffix, n, callMs, workers);
             String problems = verify(bootstrap, suffix, expected);
             r = new Result(r.mode, n, r.seconds, r.recordsPerSecond, problems);
@@ -64,20 +64,26 @@ public final class Demo {
             ok &= problems.isEmpty();
         }
         double ideal = workers * 1000.0 / callMs;
-        System.out.printf("%nOrders over 4 partitions, customers uniform over %,d, a %d ms remote call per order, then a "
-                + "leftJoin with the customers table and a count and a sum per customer; one stream thread (the default)%n",
+        System.out.printf(
+                "%nOrders over 4 partitions, customers uniform over %,d, a %d ms remote call per order, then a "
+                        + "leftJoin with the customers table and a count and a sum per customer; one stream thread (the default)%n",
                 CUSTOMERS, callMs);
         for (Result r : results) {
-            System.out.printf("  %-12s %,8.0f records/s  (%,d orders; %.1f s from 10%% to 90%% of the output)  %s%n",
+            System.out.printf(
+                    "  %-12s %,8.0f records/s  (%,d orders; %.1f s from 10%% to 90%% of the output)  %s%n",
                     r.mode,
-                    r.recordsPerSecond, r.records, r.seconds,
+                    r.recordsPerSecond,
+                    r.records,
+                    r.seconds,
                     r.problems.isEmpty() ? "output verified" : "FAILED: " + r.problems);
         }
-        System.out.printf("  %-12s %,8.0f records/s  (%d workers / %d ms; stock's line is 1 / %d ms = %,.0f)%n", "ideal",
-                ideal, workers, callMs, callMs, 1000.0 / callMs);
+        System.out.printf(
+                "  %-12s %,8.0f records/s  (%d workers / %d ms; stock's line is 1 / %d ms = %,.0f)%n",
+                "ideal", ideal, workers, callMs, callMs, 1000.0 / callMs);
         if (results.size() == 2) {
             double shard = results.get(1).recordsPerSecond;
-            System.out.printf("  streamshard / stock = %.1fx, streamshard / ideal = %.2f%n",
+            System.out.printf(
+                    "  streamshard / stock = %.1fx, streamshard / ideal = %.2f%n",
                     shard / results.get(0).recordsPerSecond, shard / ideal);
         }
         System.exit(ok ? 0 : 1);
@@ -91,8 +97,9 @@ public final class Demo {
      * time between: the steady-state processing rate (every order gives one enriched record, sent
      * as it is processed; commits, every 30 s, would measure little).
      */
-    static Result runApp(String bootstrap, String mode, String agent, String suffix, int records, long callMs,
-            int workers) throws Exception {
+    static Result runApp(
+            String bootstrap, String mode, String agent, String suffix, int records, long callMs, int workers)
+            throws Exception {
         String appId = "enrichment" + suffix;
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -101,19 +108,24 @@ public final class Demo {
         String status = null;
         if (mode.equals("streamshard")) {
             cmd.add("-javaagent:" + agent);
-            try (java.net.ServerSocket free = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            try (java.net.ServerSocket free =
+                    new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
                 status = "127.0.0.1:" + free.getLocalPort();
             }
             cmd.add("-Dstreamshard.demo.status=" + status);
-            System.out.printf("streamshard's live status while it runs: http://%s/  (or %s %s --watch)%n", status,
-                    CLI, status);
+            System.out.printf(
+                    "streamshard's live status while it runs: http://%s/  (or %s %s --watch)%n", status, CLI, status);
         }
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(DemoApp.class.getName());
         cmd.addAll(List.of(bootstrap, appId, suffix, Long.toString(callMs), Integer.toString(workers)));
-        File log = Files.createTempFile("streamshard-demo-" + mode + "-", ".log").toFile();
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log).start();
+        File log =
+                Files.createTempFile("streamshard-demo-" + mode + "-", ".log").toFile();
+        Process p = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(log)
+                .start();
         String watched = status;
         boolean[] shown = {watched == null};
         // [nanoTime, output] when the output first reached 10% and 90% of the input
@@ -121,12 +133,18 @@ public final class Demo {
         long[] at90 = null;
         try (OutputProgress output = new OutputProgress(bootstrap, EnrichmentApp.ENRICHED + suffix)) {
             long[][] marks = new long[2][];
-            waitForCommitted(bootstrap, appId, EnrichmentApp.INPUT + suffix, records, Duration.ofMinutes(15),
+            waitForCommitted(
+                    bootstrap,
+                    appId,
+                    EnrichmentApp.INPUT + suffix,
+                    records,
+                    Duration.ofMinutes(15),
                     () -> {
                         if (!p.isAlive()) {
                             throw new IllegalStateException("the app exited early; its log: " + log);
                         }
-                    }, committed -> {
+                    },
+                    committed -> {
                         long written = output.written();
                         long now = System.nanoTime();
                         if (marks[0] == null && written >= records / 10) {
@@ -147,7 +165,8 @@ public final class Demo {
             p.waitFor();
         }
         if (at10 == null || at90 == null || at90[0] <= at10[0]) {
-            throw new IllegalStateException("the output passed 10% and 90% of the input at the same poll; more records needed");
+            throw new IllegalStateException(
+                    "the output passed 10% and 90% of the input at the same poll; more records needed");
         }
         double seconds = (at90[0] - at10[0]) / 1e9;
         return new Result(mode, records, seconds, (at90[1] - at10[1]) / seconds, "");
@@ -168,7 +187,9 @@ public final class Demo {
         }
 
         long written() {
-            return consumer.endOffsets(partitions).values().stream().mapToLong(Long::longValue).sum();
+            return consumer.endOffsets(partitions).values().stream()
+                    .mapToLong(Long::longValue)
+                    .sum();
         }
 
         @Override
@@ -182,9 +203,10 @@ public final class Demo {
      * may throw. Returns {@code [nanoTime of the first commit, records committed by then, nanoTime
      * of the last]}.
      */
-    public static long[] waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
-            Runnable check) throws Exception {
-        return waitForCommitted(bootstrap, group, topic, records, timeout, check, committed -> { });
+    public static long[] waitForCommitted(
+            String bootstrap, String group, String topic, long records, Duration timeout, Runnable check)
+            throws Exception {
+        return waitForCommitted(bootstrap, group, topic, records, timeout, check, committed -> {});
     }
 
     /** The status client, as the demo script builds it. */
@@ -208,8 +230,15 @@ public final class Demo {
     }
 
     /** As above; {@code onProgress} gets the committed count at every poll. */
-    public static long[] waitForCommitted(String bootstrap, String group, String topic, long records, Duration timeout,
-            Runnable check, java.util.function.LongConsumer onProgress) throws Exception {
+    public static long[] waitForCommitted(
+            String bootstrap,
+            String group,
+            String topic,
+            long records,
+            Duration timeout,
+            Runnable check,
+            java.util.function.LongConsumer onProgress)
+            throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -218,8 +247,9 @@ public final class Demo {
         try (Admin admin = Admin.create(p)) {
             while (System.nanoTime() < deadline) {
                 check.run();
-                Map<TopicPartition, OffsetAndMetadata> committed =
-                        admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata()
+                        .get();
                 long sum = committed.entrySet().stream()
                         .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
                         .mapToLong(e -> e.getValue().offset())
@@ -236,8 +266,8 @@ public final class Demo {
                 Thread.sleep(50);
             }
         }
-        throw new IllegalStateException("the app did not commit " + records + " records of " + topic + " within "
-                + timeout);
+        throw new IllegalStateException(
+                "the app did not commit " + records + " records of " + topic + " within " + timeout);
     }
 
     /** Reads the outputs and compares them with the input; returns "" or what is wrong. */
@@ -257,8 +287,8 @@ public final class Demo {
         long outOfOrder = 0;
         long seen = 0;
         long wrongTier = 0;
-        for (ConsumerRecord<String, String> r : readAll(bootstrap, EnrichmentApp.ENRICHED + suffix,
-                new StringDeserializer())) {
+        for (ConsumerRecord<String, String> r :
+                readAll(bootstrap, EnrichmentApp.ENRICHED + suffix, new StringDeserializer())) {
             String[] fields = r.value().split(",");
             long seq = Long.parseLong(fields[0]);
             String tier = fields[fields.length - 1];
@@ -272,7 +302,8 @@ public final class Demo {
             lastSeq.put(r.key(), seq);
             seen++;
         }
-        long expectedRecords = expected.counts().values().stream().mapToLong(Long::longValue).sum();
+        long expectedRecords =
+                expected.counts().values().stream().mapToLong(Long::longValue).sum();
         if (seen != expectedRecords) {
             problems.add("enriched has " + seen + " records, expected " + expectedRecords);
         }
@@ -291,8 +322,10 @@ public final class Demo {
                 .limit(5)
                 .map(k -> k + " expected " + expected.get(k) + " got " + actual.get(k))
                 .collect(Collectors.toList());
-        return what + " mismatch for " + expected.keySet().stream().filter(k -> !expected.get(k).equals(actual.get(k))).count()
-                + " customers (" + String.join(", ", diffs) + ")";
+        return what + " mismatch for "
+                + expected.keySet().stream()
+                        .filter(k -> !expected.get(k).equals(actual.get(k)))
+                        .count() + " customers (" + String.join(", ", diffs) + ")";
     }
 
     static Map<String, Long> lastValues(String bootstrap, String topic) throws Exception {
@@ -304,19 +337,23 @@ public final class Demo {
     }
 
     /** Every record of a topic, in partition order (read-committed). */
-    public static <V> List<ConsumerRecord<String, V>> readAll(String bootstrap, String topic,
-            org.apache.kafka.common.serialization.Deserializer<V> values) throws Exception {
+    public static <V> List<ConsumerRecord<String, V>> readAll(
+            String bootstrap, String topic, org.apache.kafka.common.serialization.Deserializer<V> values)
+            throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("isolation.level", "read_committed");
         List<ConsumerRecord<String, V>> out = new ArrayList<>();
         try (Admin admin = Admin.create(p);
                 KafkaConsumer<String, V> c = new KafkaConsumer<>(p, new StringDeserializer(), values)) {
-            List<TopicPartition> parts = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic)
-                    .partitions().stream().map(i -> new TopicPartition(topic, i.partition())).toList();
+            List<TopicPartition> parts =
+                    admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().stream()
+                            .map(i -> new TopicPartition(topic, i.partition()))
+                            .toList();
             Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
             parts.forEach(tp -> latest.put(tp, OffsetSpec.latest()));
-            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = admin.listOffsets(latest).all().get();
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends =
+                    admin.listOffsets(latest).all().get();
             c.assign(parts);
             c.seekToBeginning(parts);
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();

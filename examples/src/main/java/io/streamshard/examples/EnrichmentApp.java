@@ -49,10 +49,9 @@ public final class EnrichmentApp {
     public static Topology topology(long callMillis, String suffix) {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> orders = b.stream(INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()));
-        KTable<String, String> customers = b.table(CUSTOMERS + suffix, Consumed.with(Serdes.String(), Serdes.String()),
-                Materialized.as("customers"));
-        KStream<String, String> enriched = orders
-                .mapValues((key, value) -> value + "," + remoteScore(key, callMillis))
+        KTable<String, String> customers = b.table(
+                CUSTOMERS + suffix, Consumed.with(Serdes.String(), Serdes.String()), Materialized.as("customers"));
+        KStream<String, String> enriched = orders.mapValues((key, value) -> value + "," + remoteScore(key, callMillis))
                 .leftJoin(customers, (order, tier) -> order + "," + (tier == null ? "new" : tier));
         enriched.to(ENRICHED + suffix, Produced.with(Serdes.String(), Serdes.String()));
         enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
@@ -60,7 +59,8 @@ public final class EnrichmentApp {
                 .toStream()
                 .to(COUNTS + suffix, Produced.with(Serdes.String(), Serdes.Long()));
         enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .aggregate(() -> 0L,
+                .aggregate(
+                        () -> 0L,
                         (key, value, total) -> total + Long.parseLong(value.split(",")[1]),
                         Materialized.with(Serdes.String(), Serdes.Long()))
                 .toStream()

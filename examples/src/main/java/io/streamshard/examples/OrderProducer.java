@@ -41,8 +41,9 @@ public final class OrderProducer {
                 try {
                     ready = admin.describeTopics(topics).allTopicNames().get().values().stream()
                             .allMatch(d -> d.partitions().size() == partitions
-                                    && d.partitions().stream().allMatch(pi -> pi.leader() != null
-                                            && !pi.leader().isEmpty()));
+                                    && d.partitions().stream()
+                                            .allMatch(pi -> pi.leader() != null
+                                                    && !pi.leader().isEmpty()));
                 } catch (java.util.concurrent.ExecutionException e) {
                     // A topic created a moment ago may not be in the metadata yet.
                     if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
@@ -72,7 +73,8 @@ public final class OrderProducer {
 
     /** Writes the customers table: customer-0 .. customer-(customers - 1), each with its tier. */
     public static void produceCustomers(String bootstrap, String topic, int customers) throws Exception {
-        java.util.concurrent.atomic.AtomicReference<Exception> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Exception> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(stringProducer(bootstrap, 20))) {
             for (int i = 0; i < customers; i++) {
                 String customer = "customer-" + i;
@@ -114,7 +116,8 @@ public final class OrderProducer {
         java.util.Random amounts = new java.util.Random(seed + 1);
         Map<String, Long> counts = new HashMap<>();
         Map<String, Long> totals = new HashMap<>();
-        java.util.concurrent.atomic.AtomicReference<Exception> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Exception> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             for (int i = 0; i < records; i++) {
                 String customer = "customer-" + zipf.next();

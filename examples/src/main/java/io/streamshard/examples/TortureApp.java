@@ -32,8 +32,8 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
-import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -136,8 +136,8 @@ public final class TortureApp {
             }
             return v;
         });
-        KStream<String, String> joined = called.leftJoin(table,
-                (v, t) -> v + "," + (t == null ? "none" : "t" + (seq(t) % 4)));
+        KStream<String, String> joined =
+                called.leftJoin(table, (v, t) -> v + "," + (t == null ? "none" : "t" + (seq(t) % 4)));
         joined.to(prefix + "-output", Produced.with(Serdes.String(), Serdes.String()));
         joined.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .count(Materialized.as("torture-counts"))
@@ -145,15 +145,23 @@ public final class TortureApp {
                 .mapValues(c -> Long.toString(c))
                 .to(prefix + "-counts", Produced.with(Serdes.String(), Serdes.String()));
         joined.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .aggregate(() -> 0L, (k, v, total) -> {
-                    probe.enter("aggregate", k);
-                    try {
-                        return total + seq(v) + 1;
-                    } finally {
-                        probe.exit("aggregate", k);
-                    }
-                }, Materialized.<String, Long, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("torture-totals")
-                        .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+                .aggregate(
+                        () -> 0L,
+                        (k, v, total) -> {
+                            probe.enter("aggregate", k);
+                            try {
+                                return total + seq(v) + 1;
+                            } finally {
+                                probe.exit("aggregate", k);
+                            }
+                        },
+                        Materialized
+                                .<String, Long,
+                                        org.apache.kafka.streams.state.KeyValueStore<
+                                                org.apache.kafka.common.utils.Bytes, byte[]>>
+                                        as("torture-totals")
+                                .withKeySerde(Serdes.String())
+                                .withValueSerde(Serdes.Long()))
                 .toStream()
                 .mapValues(t -> Long.toString(t))
                 .to(prefix + "-totals", Produced.with(Serdes.String(), Serdes.String()));
@@ -169,7 +177,8 @@ public final class TortureApp {
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+        p.put(
+                StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 args[3].equals("eos") ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
         p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1); // the classic protocol's; see standbys()
@@ -211,11 +220,14 @@ public final class TortureApp {
         });
         Stats stats = new Stats(args[6], streams, probe, everError, uncaught, replaced);
         CountDownLatch closed = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            stats.closeOk = streams.close(Duration.ofSeconds(60)) ? "true" : "false";
-            stats.write(); // the last line: inside the hook, before the JVM halts
-            closed.countDown();
-        }, "torture-shutdown"));
+        Runtime.getRuntime()
+                .addShutdownHook(new Thread(
+                        () -> {
+                            stats.closeOk = streams.close(Duration.ofSeconds(60)) ? "true" : "false";
+                            stats.write(); // the last line: inside the hook, before the JVM halts
+                            closed.countDown();
+                        },
+                        "torture-shutdown"));
         streams.start();
         Thread statsThread = new Thread(stats::loop, "torture-stats");
         statsThread.setDaemon(true);
@@ -235,9 +247,12 @@ public final class TortureApp {
         // (and no streams protocol, so this never runs there).
         ConfigResource.Type groupType = ConfigResource.Type.valueOf("GROUP");
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.incrementalAlterConfigs(Map.of(new ConfigResource(groupType, group),
-                    List.of(new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"),
-                            AlterConfigOp.OpType.SET)))).all().get(60, java.util.concurrent.TimeUnit.SECONDS);
+            admin.incrementalAlterConfigs(Map.of(
+                            new ConfigResource(groupType, group),
+                            List.of(new AlterConfigOp(
+                                    new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET))))
+                    .all()
+                    .get(60, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 
@@ -292,11 +307,13 @@ public final class TortureApp {
         final AtomicLong controlFailed = new AtomicLong();
         /** "true" or "false" once close() returned (in the shutdown hook), else null. */
         volatile String closeOk;
+
         private double maxTaskSlots;
         /** The most slots each task held at a reading (queued + running). */
         private final Map<String, Double> slotsByTask = new java.util.TreeMap<>();
         /** Active tasks at the last reading, those gone since, and the thread each ran on last. */
         private java.util.Set<String> activeBefore = new TreeSet<>();
+
         private final java.util.Set<String> gone = new TreeSet<>();
         private final Map<String, String> lastThread = new java.util.HashMap<>();
         private long tasksReturned;
@@ -304,8 +321,13 @@ public final class TortureApp {
         private int standbysMax;
         private final List<String> returnExamples = new ArrayList<>();
 
-        Stats(String path, KafkaStreams streams, TwoThreadProbe probe, AtomicReference<KafkaStreams.State> everError,
-                List<String> uncaught, AtomicLong replaced) {
+        Stats(
+                String path,
+                KafkaStreams streams,
+                TwoThreadProbe probe,
+                AtomicReference<KafkaStreams.State> everError,
+                List<String> uncaught,
+                AtomicLong replaced) {
             this.path = path;
             this.streams = streams;
             this.probe = probe;
@@ -335,14 +357,15 @@ public final class TortureApp {
             Map<String, Double> slots = new java.util.HashMap<>();
             for (Map.Entry<MetricName, ? extends Metric> m : streams.metrics().entrySet()) {
                 MetricName n = m.getKey();
-                if (!n.group().equals("streamshard-task-metrics") || !(m.getValue().metricValue() instanceof Double d)
+                if (!n.group().equals("streamshard-task-metrics")
+                        || !(m.getValue().metricValue() instanceof Double d)
                         || d.isNaN()) {
                     continue;
                 }
                 switch (n.name()) {
                     case "drain-time-max-ns" -> drainMaxNs = Math.max(drainMaxNs, d);
                     case "queued", "in-flight" -> slots.merge(n.tags().get("task-id"), d, Double::sum);
-                    default -> { }
+                    default -> {}
                 }
             }
             for (Map.Entry<String, Double> taken : slots.entrySet()) {
@@ -428,11 +451,13 @@ public final class TortureApp {
             long heapAfterGc = 0;
             long latest = -1;
             for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
-                if (gc instanceof com.sun.management.GarbageCollectorMXBean sun && sun.getLastGcInfo() != null
+                if (gc instanceof com.sun.management.GarbageCollectorMXBean sun
+                        && sun.getLastGcInfo() != null
                         && sun.getLastGcInfo().getEndTime() > latest) {
                     latest = sun.getLastGcInfo().getEndTime();
                     heapAfterGc = 0;
-                    for (Map.Entry<String, MemoryUsage> pool : sun.getLastGcInfo().getMemoryUsageAfterGc().entrySet()) {
+                    for (Map.Entry<String, MemoryUsage> pool :
+                            sun.getLastGcInfo().getMemoryUsageAfterGc().entrySet()) {
                         if (heapPools.contains(pool.getKey())) {
                             heapAfterGc += pool.getValue().getUsed();
                         }
@@ -447,18 +472,39 @@ public final class TortureApp {
             synchronized (probe.examples) {
                 examples = new ArrayList<>(probe.examples);
             }
-            String line = String.format(Locale.ROOT, "{\"t_ms\":%d,\"uptime_ms\":%d,\"state\":\"%s\",\"ever_error\":%b,"
-                    + "\"threads\":%d,\"replaced\":%d,\"uncaught\":%s,\"probe_entered\":%d,\"probe_violations\":%d,"
-                    + "\"probe_examples\":%s,\"tasks\":%s,\"thread_tasks\":%s,\"heap_after_gc\":%d,\"heap_used\":%d,"
-                    + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s},"
-                    + "\"threads_removed\":%d,\"threads_added\":%d,\"control_failed\":%d,\"close_ok\":%s,"
-                    + "\"tasks_returned\":%d,\"tasks_moved\":%d,\"return_examples\":%s,\"standbys_max\":%d}",
-                    System.currentTimeMillis(), System.currentTimeMillis() - started, streams.state(),
-                    everError.get() != null, threads, replaced.get(), strings(errors), probe.entered.get(),
-                    probe.violations.get(), strings(examples), strings(new ArrayList<>(tasks)), strings(new ArrayList<>(threadTasks)),
-                    heapAfterGc, heapUsed, drainMaxNs, maxTaskSlots, slotsJson(), removed.get(), added.get(),
-                    controlFailed.get(), closeOk == null ? "null" : closeOk, tasksReturned, tasksMoved,
-                    strings(returnExamples), standbysMax);
+            String line = String.format(
+                    Locale.ROOT,
+                    "{\"t_ms\":%d,\"uptime_ms\":%d,\"state\":\"%s\",\"ever_error\":%b,"
+                            + "\"threads\":%d,\"replaced\":%d,\"uncaught\":%s,\"probe_entered\":%d,\"probe_violations\":%d,"
+                            + "\"probe_examples\":%s,\"tasks\":%s,\"thread_tasks\":%s,\"heap_after_gc\":%d,\"heap_used\":%d,"
+                            + "\"drain_max_ns\":%.0f,\"max_task_inflight\":%.0f,\"task_slots_max\":{%s},"
+                            + "\"threads_removed\":%d,\"threads_added\":%d,\"control_failed\":%d,\"close_ok\":%s,"
+                            + "\"tasks_returned\":%d,\"tasks_moved\":%d,\"return_examples\":%s,\"standbys_max\":%d}",
+                    System.currentTimeMillis(),
+                    System.currentTimeMillis() - started,
+                    streams.state(),
+                    everError.get() != null,
+                    threads,
+                    replaced.get(),
+                    strings(errors),
+                    probe.entered.get(),
+                    probe.violations.get(),
+                    strings(examples),
+                    strings(new ArrayList<>(tasks)),
+                    strings(new ArrayList<>(threadTasks)),
+                    heapAfterGc,
+                    heapUsed,
+                    drainMaxNs,
+                    maxTaskSlots,
+                    slotsJson(),
+                    removed.get(),
+                    added.get(),
+                    controlFailed.get(),
+                    closeOk == null ? "null" : closeOk,
+                    tasksReturned,
+                    tasksMoved,
+                    strings(returnExamples),
+                    standbysMax);
             try (PrintWriter w = new PrintWriter(new FileWriter(path, StandardCharsets.UTF_8, true))) {
                 w.println(line);
             } catch (IOException e) {
@@ -469,7 +515,10 @@ public final class TortureApp {
         private String slotsJson() {
             StringBuilder s = new StringBuilder();
             for (Map.Entry<String, Double> e : slotsByTask.entrySet()) {
-                s.append(s.length() == 0 ? "" : ",").append('"').append(e.getKey()).append("\":")
+                s.append(s.length() == 0 ? "" : ",")
+                        .append('"')
+                        .append(e.getKey())
+                        .append("\":")
                         .append(e.getValue().longValue());
             }
             return s.toString();

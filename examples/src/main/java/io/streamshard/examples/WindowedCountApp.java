@@ -23,7 +23,8 @@ public final class WindowedCountApp {
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
                 .count()
-                .toStream((windowed, count) -> windowed.key() + "@" + windowed.window().start())
+                .toStream((windowed, count) ->
+                        windowed.key() + "@" + windowed.window().start())
                 .to(OUTPUT, Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
     }

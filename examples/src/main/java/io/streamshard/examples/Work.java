@@ -8,7 +8,11 @@ import java.util.concurrent.locks.LockSupport;
  * thread).
  */
 public record Work(Kind kind, long micros) implements Runnable {
-    public enum Kind { NONE, SLEEP, CPU }
+    public enum Kind {
+        NONE,
+        SLEEP,
+        CPU
+    }
 
     public static Work parse(String spec) {
         if (spec.equals("none")) {
@@ -36,7 +40,7 @@ public record Work(Kind kind, long micros) implements Runnable {
     @Override
     public void run() {
         switch (kind) {
-            case NONE -> { }
+            case NONE -> {}
             case SLEEP -> {
                 long end = System.nanoTime() + micros * 1000;
                 for (long left = micros * 1000; left > 0; left = end - System.nanoTime()) {

@@ -21,15 +21,26 @@ class AgentStartIT {
     void aJvmWithTheAgentAndNothingElseOnTheClassPathRunsNormally() throws Exception {
         Path dir = Files.createTempDirectory("streamshard-bare");
         Path main = dir.resolve("Bare.java");
-        Files.writeString(main, "public class Bare { public static void main(String[] a) {"
-                + " System.out.println(\"bare main ran\"); } }");
+        Files.writeString(
+                main,
+                "public class Bare { public static void main(String[] a) {"
+                        + " System.out.println(\"bare main ran\"); } }");
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process p = new ProcessBuilder(List.of(java.toString(), "-javaagent:" + System.getProperty("streamshard.agent.jar"),
-                "-cp", dir.toString(), main.toString())).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(List.of(
+                        java.toString(),
+                        "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                        "-cp",
+                        dir.toString(),
+                        main.toString()))
+                .redirectErrorStream(true)
+                .start();
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out).contains("bare main ran").doesNotContain("Exception").doesNotContain("ERROR")
+        assertThat(out)
+                .contains("bare main ran")
+                .doesNotContain("Exception")
+                .doesNotContain("ERROR")
                 .doesNotContain("WARNING");
     }
 
@@ -40,13 +51,20 @@ class AgentStartIT {
     @Test
     void onAPlatformWithoutALibraryTheAgentSaysSoOnceAndTheApplicationRunsStock() throws Exception {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        String out = run(List.of(java.toString(), "-Dos.arch=ppc64le",
-                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp", System.getProperty("java.class.path"),
+        String out = run(List.of(
+                java.toString(),
+                "-Dos.arch=ppc64le",
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                "-cp",
+                System.getProperty("java.class.path"),
                 CreateOnlyMain.class.getName()));
         assertThat(out).contains("streamshard active: false");
-        assertThat(out.lines().filter(l -> l.contains("ERROR"))).singleElement().asString()
+        assertThat(out.lines().filter(l -> l.contains("ERROR")))
+                .singleElement()
+                .asString()
                 .contains("no native library for Linux/ppc64le")
-                .contains("linux-x86_64, linux-aarch64, linux-x86_64-musl, linux-aarch64-musl, macos-aarch64, macos-x86_64")
+                .contains(
+                        "linux-x86_64, linux-aarch64, linux-x86_64-musl, linux-aarch64-musl, macos-aarch64, macos-x86_64")
                 .contains("nothing was changed, the application runs stock (serial)");
     }
 
@@ -65,8 +83,12 @@ class AgentStartIT {
     void onJdk25WithNativeAccessEnabledTheAgentCausesNoWarning() throws Exception {
         Path java = JDK25.resolve("bin/java");
         Assumptions.assumeTrue(Files.isExecutable(java), "no JDK 25 at " + JDK25);
-        String out = run(List.of(java.toString(), "--enable-native-access=ALL-UNNAMED",
-                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp", System.getProperty("java.class.path"),
+        String out = run(List.of(
+                java.toString(),
+                "--enable-native-access=ALL-UNNAMED",
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                "-cp",
+                System.getProperty("java.class.path"),
                 CreateOnlyMain.class.getName()));
         assertThat(out).contains("streamshard active: true").doesNotContain("WARNING");
     }
@@ -75,12 +97,19 @@ class AgentStartIT {
     void onJdk25WithoutTheFlagOnlyTheNativeLoadWarnsAndTheAgentNamesTheFlag() throws Exception {
         Path java = JDK25.resolve("bin/java");
         Assumptions.assumeTrue(Files.isExecutable(java), "no JDK 25 at " + JDK25);
-        String out = run(List.of(java.toString(), "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-cp",
-                System.getProperty("java.class.path"), CreateOnlyMain.class.getName()));
-        assertThat(out).contains("streamshard active: true")
-                .contains("add --enable-native-access=ALL-UNNAMED to the java command").doesNotContain("sun.misc.Unsafe");
+        String out = run(List.of(
+                java.toString(),
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                "-cp",
+                System.getProperty("java.class.path"),
+                CreateOnlyMain.class.getName()));
+        assertThat(out)
+                .contains("streamshard active: true")
+                .contains("add --enable-native-access=ALL-UNNAMED to the java command")
+                .doesNotContain("sun.misc.Unsafe");
         assertThat(out.lines().filter(l -> l.startsWith("WARNING")))
-                .allSatisfy(l -> assertThat(l).containsAnyOf("restricted method", "System::load",
-                        "--enable-native-access", "Restricted methods"));
+                .allSatisfy(l -> assertThat(l)
+                        .containsAnyOf(
+                                "restricted method", "System::load", "--enable-native-access", "Restricted methods"));
     }
 }

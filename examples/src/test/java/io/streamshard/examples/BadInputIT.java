@@ -81,7 +81,8 @@ class BadInputIT {
         ap.put("bootstrap.servers", BOOTSTRAP);
         try (Admin admin = Admin.create(ap)) {
             Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata().get();
+                    .partitionsToOffsetAndMetadata()
+                    .get();
             OffsetAndMetadata o = c.get(new TopicPartition(topic, 0));
             return o == null ? 0 : o.offset();
         }
@@ -89,15 +90,19 @@ class BadInputIT {
 
     private static void assertParallel(KafkaStreams streams) {
         if (streams.state() == KafkaStreams.State.RUNNING) {
-            assertThat(StreamShard.explain(streams)).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+            assertThat(StreamShard.explain(streams))
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
         }
     }
 
     /** Input on one partition: values 0..RECORDS-1 over 20 keys, the one at {@link #POISON} replaced by {@code poison}. */
     private static void input(String topic, String poison) throws Exception {
         OrderProducer.createTopics(BOOTSTRAP, 1, List.of(topic));
-        Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(topic, 0, "k" + (i % 20),
-                i == POISON && poison != null ? poison : Integer.toString(i)));
+        Inputs.produce(
+                BOOTSTRAP,
+                RECORDS,
+                i -> new ProducerRecord<>(
+                        topic, 0, "k" + (i % 20), i == POISON && poison != null ? poison : Integer.toString(i)));
     }
 
     @ParameterizedTest
@@ -117,20 +122,25 @@ class BadInputIT {
                 .to(out, Produced.with(Serdes.String(), Serdes.String()));
         String appId = "bad" + suffix;
         Properties p = config(appId);
-        p.put(StreamsConfig.DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG, logAndContinue
-                ? LogAndContinueExceptionHandler.class : LogAndFailExceptionHandler.class);
+        p.put(
+                StreamsConfig.DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+                logAndContinue ? LogAndContinueExceptionHandler.class : LogAndFailExceptionHandler.class);
         if (logAndContinue) {
             try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
                 streams.start();
-                Demo.waitForCommitted(BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2), () -> assertParallel(streams));
+                Demo.waitForCommitted(
+                        BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2), () -> assertParallel(streams));
                 assertThat(streams.state()).isEqualTo(KafkaStreams.State.RUNNING);
                 double skipped = streams.metrics().entrySet().stream()
                         .filter(m -> m.getKey().name().equals("dropped-records-total"))
-                        .mapToDouble(m -> ((Number) m.getValue().metricValue()).doubleValue()).sum();
+                        .mapToDouble(m -> ((Number) m.getValue().metricValue()).doubleValue())
+                        .sum();
                 assertThat(skipped).as("dropped-records-total").isEqualTo(1.0);
             }
             List<ConsumerRecord<String, String>> got = Demo.readAll(BOOTSTRAP, out, new StringDeserializer());
-            assertThat(got).as("every record but the poison one, doubled").hasSize(RECORDS - 1)
+            assertThat(got)
+                    .as("every record but the poison one, doubled")
+                    .hasSize(RECORDS - 1)
                     .noneMatch(r -> r.value().equals(Integer.toString(2 * POISON)));
             return;
         }
@@ -138,10 +148,14 @@ class BadInputIT {
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> assertParallel(streams));
         }
-        assertThat(Inputs.causedBy(root, c -> c instanceof SerializationException
-                && "not a number: not-a-number".equals(c.getMessage())))
-                .as("the deserializer's exception is in the cause chain of %s", root).isTrue();
-        assertThat(committed(appId, in)).as("committed offset (the poison record is offset %d)", POISON)
+        assertThat(Inputs.causedBy(
+                        root,
+                        c -> c instanceof SerializationException
+                                && "not a number: not-a-number".equals(c.getMessage())))
+                .as("the deserializer's exception is in the cause chain of %s", root)
+                .isTrue();
+        assertThat(committed(appId, in))
+                .as("committed offset (the poison record is offset %d)", POISON)
                 .isLessThanOrEqualTo(POISON);
         // Everything before the poison record ran and was output; nothing after it.
         List<ConsumerRecord<String, String>> got = Demo.readAll(BOOTSTRAP, out, new StringDeserializer());
@@ -188,12 +202,19 @@ class BadInputIT {
                 timeout = d;
             }
         }
-        assertThat(timeout).as("a DrainTimeoutException in the cause chain of %s", root).isNotNull();
+        assertThat(timeout)
+                .as("a DrainTimeoutException in the cause chain of %s", root)
+                .isNotNull();
         // The stuck record runs, the records of its key wait behind it (20 keys round-robin).
-        assertThat(timeout.getMessage()).contains("drain timed out after").contains("task 0_0:")
-                .contains("1 running").contains("on 1 key").contains("partition 0 from offset " + POISON);
+        assertThat(timeout.getMessage())
+                .contains("drain timed out after")
+                .contains("task 0_0:")
+                .contains("1 running")
+                .contains("on 1 key")
+                .contains("partition 0 from offset " + POISON);
         assertThat(closeMs).as("close() after the failure, ms").isLessThan(45_000);
-        assertThat(committed(appId, in)).as("committed offset (the stuck record is offset %d)", POISON)
+        assertThat(committed(appId, in))
+                .as("committed offset (the stuck record is offset %d)", POISON)
                 .isLessThanOrEqualTo(POISON);
     }
 
@@ -237,7 +258,8 @@ class BadInputIT {
                 Probe.sleep(50);
             }
             List<Thread> workers = Thread.getAllStackTraces().keySet().stream()
-                    .filter(t -> t.getName().startsWith("streamshard-worker-")).toList();
+                    .filter(t -> t.getName().startsWith("streamshard-worker-"))
+                    .toList();
             assertThat(workers).as("the instance's workers").hasSize(8);
             workers.forEach(Thread::interrupt); // idle, waiting for records
             Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(in, 0, "k" + (i % 20), Integer.toString(i)));
@@ -247,9 +269,13 @@ class BadInputIT {
             });
             assertThat(streams.state()).isEqualTo(KafkaStreams.State.RUNNING);
         }
-        assertThat(interruptedAtStart.get()).as("records that started interrupted").isZero();
+        assertThat(interruptedAtStart.get())
+                .as("records that started interrupted")
+                .isZero();
         assertThat(Demo.readAll(BOOTSTRAP, out, new StringDeserializer()))
-                .hasSize((int) java.util.stream.IntStream.range(0, RECORDS).filter(i -> i % 7 != 0).count());
+                .hasSize((int) java.util.stream.IntStream.range(0, RECORDS)
+                        .filter(i -> i % 7 != 0)
+                        .count());
     }
 
     @ParameterizedTest
@@ -280,9 +306,13 @@ class BadInputIT {
                 }
             });
         }
-        assertThat(Inputs.causedBy(root, c -> c instanceof OutOfMemoryError
-                && c.getMessage().startsWith("simulated"))).as("the Error in the cause chain of %s", root).isTrue();
-        assertThat(committed(appId, in)).as("committed offset (the failing record is offset %d)", POISON)
+        assertThat(Inputs.causedBy(
+                        root,
+                        c -> c instanceof OutOfMemoryError && c.getMessage().startsWith("simulated")))
+                .as("the Error in the cause chain of %s", root)
+                .isTrue();
+        assertThat(committed(appId, in))
+                .as("committed offset (the failing record is offset %d)", POISON)
                 .isLessThanOrEqualTo(POISON);
     }
 

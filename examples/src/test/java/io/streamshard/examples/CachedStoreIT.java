@@ -70,29 +70,40 @@ class CachedStoreIT {
         Map<String, AtomicLong> lastSeq = new ConcurrentHashMap<>();
         StreamsBuilder b = new StreamsBuilder();
         b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(probe.supplier(input, r -> { }, r -> r.value().substring(r.value().indexOf(',') + 1)),
+                .process(
+                        probe.supplier(
+                                input,
+                                r -> {},
+                                r -> r.value().substring(r.value().indexOf(',') + 1)),
                         Named.as("probe"))
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .aggregate(() -> "0,0", (key, value, agg) -> {
-                    // agg is "lastSeq,count": this record must be the next of its key.
-                    long seq = Long.parseLong(value.split(",")[0]);
-                    String[] a = agg.split(",");
-                    long last = Long.parseLong(a[0]);
-                    if (seq != last + 1) {
-                        violation.compareAndSet(null, "aggregate of " + key + " saw " + seq + " after " + last);
-                    }
-                    String role = Thread.currentThread().getName().startsWith("streamshard-worker-")
-                            ? "worker" : "StreamThread";
-                    aggregatedOn.computeIfAbsent(value.substring(value.indexOf(',') + 1) + ":" + role,
-                            k -> new AtomicLong()).incrementAndGet();
-                    if (role.equals("worker")) {
-                        onWorkers.add(key + "," + seq);
-                    }
-                    if (value.endsWith(",B")) {
-                        Probe.sleep(1); // the slow phase: the aggregate's task goes to the workers
-                    }
-                    return seq + "," + (Long.parseLong(a[1]) + 1);
-                }, Named.as("aggregate"), Materialized.with(Serdes.String(), Serdes.String()))
+                .aggregate(
+                        () -> "0,0",
+                        (key, value, agg) -> {
+                            // agg is "lastSeq,count": this record must be the next of its key.
+                            long seq = Long.parseLong(value.split(",")[0]);
+                            String[] a = agg.split(",");
+                            long last = Long.parseLong(a[0]);
+                            if (seq != last + 1) {
+                                violation.compareAndSet(null, "aggregate of " + key + " saw " + seq + " after " + last);
+                            }
+                            String role = Thread.currentThread().getName().startsWith("streamshard-worker-")
+                                    ? "worker"
+                                    : "StreamThread";
+                            aggregatedOn
+                                    .computeIfAbsent(
+                                            value.substring(value.indexOf(',') + 1) + ":" + role, k -> new AtomicLong())
+                                    .incrementAndGet();
+                            if (role.equals("worker")) {
+                                onWorkers.add(key + "," + seq);
+                            }
+                            if (value.endsWith(",B")) {
+                                Probe.sleep(1); // the slow phase: the aggregate's task goes to the workers
+                            }
+                            return seq + "," + (Long.parseLong(a[1]) + 1);
+                        },
+                        Named.as("aggregate"),
+                        Materialized.with(Serdes.String(), Serdes.String()))
                 .toStream()
                 .process(() -> new Downstream(violation, inUse, lastSeq), Named.as("downstream"))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
@@ -107,15 +118,21 @@ class CachedStoreIT {
         p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, TOTAL, Duration.ofMinutes(3), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, TOTAL, Duration.ofMinutes(3), () -> {});
             // The probe's key may change, so the aggregate reads a repartition topic: 2 x 2 tasks.
-            assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+            assertThat(StreamShard.explain(streams))
+                    .hasSize(4)
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
         }
         assertThat(probe.violation.get()).isNull();
         assertThat(violation.get()).isNull();
         assertThat(aggregatedOn).as("aggregated per phase and thread").satisfies(m -> {
-            assertThat(m.get("A:StreamThread")).as("cheap, inline, cached: " + m).isNotNull();
-            assertThat(m.get("B:worker")).as("slow, on the workers, written through: " + m).isNotNull();
+            assertThat(m.get("A:StreamThread"))
+                    .as("cheap, inline, cached: " + m)
+                    .isNotNull();
+            assertThat(m.get("B:worker"))
+                    .as("slow, on the workers, written through: " + m)
+                    .isNotNull();
         });
 
         List<ConsumerRecord<String, String>> out = Demo.readAll(BOOTSTRAP, output, new StringDeserializer());
@@ -126,7 +143,8 @@ class CachedStoreIT {
             expected.merge("k" + (i % KEYS), 1, Integer::sum);
         }
         assertThat(last).hasSize(KEYS);
-        expected.forEach((k, n) -> assertThat(last.get(k)).as("last update of " + k).isEqualTo(n + "," + n));
+        expected.forEach(
+                (k, n) -> assertThat(last.get(k)).as("last update of " + k).isEqualTo(n + "," + n));
         java.util.Set<String> forwarded = new java.util.HashSet<>();
         out.forEach(r -> forwarded.add(r.key() + "," + r.value().split(",")[0]));
         assertThat(forwarded).as("every update made on a worker was forwarded").containsAll(onWorkers);
@@ -141,7 +159,8 @@ class CachedStoreIT {
         private final Map<String, AtomicLong> lastSeq;
         private ProcessorContext<String, String> context;
 
-        Downstream(AtomicReference<String> violation, Map<String, AtomicInteger> inUse, Map<String, AtomicLong> lastSeq) {
+        Downstream(
+                AtomicReference<String> violation, Map<String, AtomicInteger> inUse, Map<String, AtomicLong> lastSeq) {
             this.violation = violation;
             this.inUse = inUse;
             this.lastSeq = lastSeq;
@@ -159,7 +178,8 @@ class CachedStoreIT {
                 violation.compareAndSet(null, "update of " + record.key() + " on two threads");
             }
             long seq = Long.parseLong(record.value().split(",")[0]);
-            long before = lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong()).getAndSet(seq);
+            long before =
+                    lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong()).getAndSet(seq);
             if (seq <= before) {
                 violation.compareAndSet(null, "update of " + record.key() + ": " + seq + " after " + before);
             }

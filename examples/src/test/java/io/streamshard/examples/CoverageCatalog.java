@@ -72,10 +72,12 @@ final class CoverageCatalog {
         final Violations violations;
         /** Records the slow steps ran on streamshard worker threads, and on any other thread. */
         final java.util.concurrent.atomic.AtomicLong slowOnWorkers = new java.util.concurrent.atomic.AtomicLong();
+
         final java.util.concurrent.atomic.AtomicLong slowElsewhere = new java.util.concurrent.atomic.AtomicLong();
 
         /** When the slow step started first and ended last (nanoTime): its rate, without start-up. */
         final java.util.concurrent.atomic.AtomicLong firstSlowAt = new java.util.concurrent.atomic.AtomicLong();
+
         final java.util.concurrent.atomic.AtomicLong lastSlowAt = new java.util.concurrent.atomic.AtomicLong();
 
         /** The slow step: sleeps, notes the thread kind. */
@@ -112,9 +114,18 @@ final class CoverageCatalog {
 
     record Out(String name, Mode mode, boolean longValues) {}
 
-    record Case(String id, String title, List<Feed> feeds, List<String> globalFeeds, Function<Names, Topology> topology,
-            List<Out> outputs, List<StoreRef> stores, String parallelProcessors, List<NodeRule> rules,
-            List<String> topSerial, boolean allParallel) {
+    record Case(
+            String id,
+            String title,
+            List<Feed> feeds,
+            List<String> globalFeeds,
+            Function<Names, Topology> topology,
+            List<Out> outputs,
+            List<StoreRef> stores,
+            String parallelProcessors,
+            List<NodeRule> rules,
+            List<String> topSerial,
+            boolean allParallel) {
         @Override
         public String toString() {
             return id + " " + title;
@@ -122,13 +133,27 @@ final class CoverageCatalog {
 
         /** The same case with other input feeds (the topology, outputs and rules unchanged). */
         Case withFeeds(List<Feed> other) {
-            return new Case(id, title, List.copyOf(other), globalFeeds, topology, outputs, stores, parallelProcessors,
-                    rules, topSerial, allParallel);
+            return new Case(
+                    id,
+                    title,
+                    List.copyOf(other),
+                    globalFeeds,
+                    topology,
+                    outputs,
+                    stores,
+                    parallelProcessors,
+                    rules,
+                    topSerial,
+                    allParallel);
         }
 
         /** Topics the group consumes (not the global ones). */
         List<String> groupInputs(String suffix) {
-            return feeds.stream().map(Feed::name).filter(n -> !globalFeeds.contains(n)).map(n -> n + suffix).toList();
+            return feeds.stream()
+                    .map(Feed::name)
+                    .filter(n -> !globalFeeds.contains(n))
+                    .map(n -> n + suffix)
+                    .toList();
         }
     }
 
@@ -220,8 +245,18 @@ final class CoverageCatalog {
         }
 
         Case build() {
-            return new Case(id, title, List.copyOf(feeds), List.copyOf(globals), topology, List.copyOf(outputs),
-                    List.copyOf(stores), parallelProcessors, List.copyOf(rules), List.copyOf(topSerial), allParallel);
+            return new Case(
+                    id,
+                    title,
+                    List.copyOf(feeds),
+                    List.copyOf(globals),
+                    topology,
+                    List.copyOf(outputs),
+                    List.copyOf(stores),
+                    parallelProcessors,
+                    List.copyOf(rules),
+                    List.copyOf(topSerial),
+                    allParallel);
         }
     }
 
@@ -236,8 +271,12 @@ final class CoverageCatalog {
     }
 
     static KTable<String, String> table(StreamsBuilder b, Names n, String topic, String store) {
-        return b.table(n.in(topic), Consumed.with(S, S).withName(topic + "-src"),
-                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withKeySerde(S).withValueSerde(S));
+        return b.table(
+                n.in(topic),
+                Consumed.with(S, S).withName(topic + "-src"),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store)
+                        .withKeySerde(S)
+                        .withValueSerde(S));
     }
 
     static Produced<String, String> produced(String name) {
@@ -394,21 +433,32 @@ final class CoverageCatalog {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> tiers = table(b, n, "c01-tiers", "c01-tiers-store");
                     KStream<String, String> joined = slow(n, stream(b, n, "c01-orders"), "c01-slow")
-                            .leftJoin(tiers, (v, t) -> v + "|tier=" + t, Joined.with(S, S, S).withName("c01-join"));
+                            .leftJoin(
+                                    tiers,
+                                    (v, t) -> v + "|tier=" + t,
+                                    Joined.with(S, S, S).withName("c01-join"));
                     joined.to(n.out("c01-joined"), produced("c01-joined"));
                     joined.groupByKey(Grouped.with(S, S))
-                            .aggregate(() -> "0:0", (k, v, agg) -> {
-                                String[] p = agg.split(":");
-                                return (Long.parseLong(p[0]) + 1) + ":" + (Long.parseLong(p[1]) + Feeds.n(v));
-                            }, Named.as("c01-agg"), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(
-                                    "c01-agg-store").withKeySerde(S).withValueSerde(S))
+                            .aggregate(
+                                    () -> "0:0",
+                                    (k, v, agg) -> {
+                                        String[] p = agg.split(":");
+                                        return (Long.parseLong(p[0]) + 1) + ":" + (Long.parseLong(p[1]) + Feeds.n(v));
+                                    },
+                                    Named.as("c01-agg"),
+                                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c01-agg-store")
+                                            .withKeySerde(S)
+                                            .withValueSerde(S))
                             .toStream(Named.as("c01-agg-stream"))
                             .to(n.out("c01-totals"), produced("c01-totals"));
                     return b.build();
                 })
-                .out("c01-joined", PARALLEL).out("c01-totals", PARALLEL)
-                .store("c01-agg-store", StoreKind.KV).store("c01-tiers-store", StoreKind.KV)
-                .parallel("c01-slow", "c01-join", "c01-agg", "c01-tiers-src").allParallel()
+                .out("c01-joined", PARALLEL)
+                .out("c01-totals", PARALLEL)
+                .store("c01-agg-store", StoreKind.KV)
+                .store("c01-tiers-store", StoreKind.KV)
+                .parallel("c01-slow", "c01-join", "c01-agg", "c01-tiers-src")
+                .allParallel()
                 .build());
 
         // 2. GlobalKTable join after a slow step: parallel.
@@ -417,19 +467,25 @@ final class CoverageCatalog {
                 .feed(Feed.of("c02-orders", 2400, 200))
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    GlobalKTable<String, String> regions = b.globalTable(n.in("c02-regions"),
+                    GlobalKTable<String, String> regions = b.globalTable(
+                            n.in("c02-regions"),
                             Consumed.with(S, S).withName("c02-regions-src"),
                             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c02-regions-store")
-                                    .withKeySerde(S).withValueSerde(S));
+                                    .withKeySerde(S)
+                                    .withValueSerde(S));
                     slow(n, stream(b, n, "c02-orders"), "c02-slow")
-                            .join(regions, (k, v) -> "r" + (Feeds.n(v) % 40), (v, r) -> v + "|region=" + r,
+                            .join(
+                                    regions,
+                                    (k, v) -> "r" + (Feeds.n(v) % 40),
+                                    (v, r) -> v + "|region=" + r,
                                     Named.as("c02-join"))
                             .to(n.out("c02-out"), produced("c02-out"));
                     return b.build();
                 })
                 .out("c02-out", PARALLEL)
                 .store("c02-regions-store", StoreKind.KV)
-                .parallel("c02-slow", "c02-join").allParallel()
+                .parallel("c02-slow", "c02-join")
+                .allParallel()
                 .build());
 
         // 3. Table-table join (a slow mapValues on the left table): parallel.
@@ -438,34 +494,44 @@ final class CoverageCatalog {
                 .feed(Feed.of("c03-right", 1200, 300).timestamps(5, 14))
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
-                    KTable<String, String> left = table(b, n, "c03-left", "c03-left-store")
-                            .mapValues(n::slowly, Named.as("c03-slow"));
+                    KTable<String, String> left =
+                            table(b, n, "c03-left", "c03-left-store").mapValues(n::slowly, Named.as("c03-slow"));
                     KTable<String, String> right = table(b, n, "c03-right", "c03-right-store");
-                    left.join(right, (l, r) -> l + "|" + r, Named.as("c03-join"),
+                    left.join(
+                                    right,
+                                    (l, r) -> l + "|" + r,
+                                    Named.as("c03-join"),
                                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c03-join-store")
-                                            .withKeySerde(S).withValueSerde(S))
+                                            .withKeySerde(S)
+                                            .withValueSerde(S))
                             .toStream(Named.as("c03-stream"))
                             .to(n.out("c03-out"), produced("c03-out"));
                     return b.build();
                 })
                 .out("c03-out", PARALLEL)
-                .store("c03-join-store", StoreKind.KV).store("c03-left-store", StoreKind.KV)
+                .store("c03-join-store", StoreKind.KV)
+                .store("c03-left-store", StoreKind.KV)
                 .store("c03-right-store", StoreKind.KV)
-                .parallel("c03-slow", "c03-stream").prefix("c03-join", true).allParallel()
+                .parallel("c03-slow", "c03-stream")
+                .prefix("c03-join", true)
+                .allParallel()
                 .build());
 
         // 4. Windowed count + suppress: serial region from the count down.
         all.add(new CaseBuilder("c04", "slow mapValues -> windowed count -> suppress(untilWindowCloses)")
                 .feed(Feed.of("c04-orders", 2400, 150)
-                        .jitter(i -> i % 97 == 0 ? 2500 : i % 13 == 0 ? 250 : 0).flushed())
+                        .jitter(i -> i % 97 == 0 ? 2500 : i % 13 == 0 ? 250 : 0)
+                        .flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<Windowed<String>, Long> counts = slow(n, stream(b, n, "c04-orders"), "c04-slow")
                             .groupByKey(Grouped.with(S, S))
                             .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofSeconds(1), Duration.ofMillis(300)))
-                            .count(Named.as("c04-count"),
+                            .count(
+                                    Named.as("c04-count"),
                                     Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("c04-win-store")
-                                            .withKeySerde(S).withValueSerde(L));
+                                            .withKeySerde(S)
+                                            .withValueSerde(L));
                     counts.toStream(Named.as("c04-updates-stream"))
                             .map(CoverageCatalog::windowed, Named.as("c04-updates-fmt"))
                             .to(n.out("c04-updates"), produced("c04-updates"));
@@ -476,7 +542,8 @@ final class CoverageCatalog {
                             .to(n.out("c04-final"), produced("c04-final"));
                     return b.build();
                 })
-                .out("c04-final", EXACT).out("c04-updates", EXACT)
+                .out("c04-final", EXACT)
+                .out("c04-updates", EXACT)
                 .store("c04-win-store", StoreKind.WINDOW)
                 .parallel("c04-slow", "c04-orders-src")
                 .serial("c04-count", "c04-suppress", "c04-final-fmt", "c04-updates-fmt", "c04-final-sink")
@@ -491,29 +558,40 @@ final class CoverageCatalog {
                     StreamsBuilder b = new StreamsBuilder();
                     KStream<String, String> right = stream(b, n, "c05-right");
                     slow(n, stream(b, n, "c05-left"), "c05-slow")
-                            .leftJoin(right, (l, r) -> l + "|" + r,
-                                    JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(200), Duration.ofMillis(100)),
-                                    StreamJoined.with(S, S, S).withName("c05-join").withStoreName("c05-join-store"))
+                            .leftJoin(
+                                    right,
+                                    (l, r) -> l + "|" + r,
+                                    JoinWindows.ofTimeDifferenceAndGrace(
+                                            Duration.ofMillis(200), Duration.ofMillis(100)),
+                                    StreamJoined.with(S, S, S)
+                                            .withName("c05-join")
+                                            .withStoreName("c05-join-store"))
                             .to(n.out("c05-out"), produced("c05-out"));
                     return b.build();
                 })
                 .out("c05-out", EXACT)
-                .parallel("c05-slow").prefix("c05-join", false).serial("c05-out-sink")
+                .parallel("c05-slow")
+                .prefix("c05-join", false)
+                .serial("c05-out-sink")
                 .topSerial("c05-join-this-windowed", "c05-join-other-windowed")
                 .build());
 
         // 6. Session windows: serial region.
         all.add(new CaseBuilder("c06", "slow mapValues -> session-windowed count")
-                .feed(Feed.of("c06-orders", 2400, 150).jitter(i -> i % 11 == 0 ? 150 : 0).flushed())
+                .feed(Feed.of("c06-orders", 2400, 150)
+                        .jitter(i -> i % 11 == 0 ? 150 : 0)
+                        .flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     slow(n, stream(b, n, "c06-orders"), "c06-slow")
                             .groupByKey(Grouped.with(S, S))
-                            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(400),
-                                    Duration.ofMillis(100)))
-                            .count(Named.as("c06-count"),
+                            .windowedBy(SessionWindows.ofInactivityGapAndGrace(
+                                    Duration.ofMillis(400), Duration.ofMillis(100)))
+                            .count(
+                                    Named.as("c06-count"),
                                     Materialized.<String, Long, SessionStore<Bytes, byte[]>>as("c06-session-store")
-                                            .withKeySerde(S).withValueSerde(L))
+                                            .withKeySerde(S)
+                                            .withValueSerde(L))
                             .toStream(Named.as("c06-stream"))
                             .map(CoverageCatalog::windowed, Named.as("c06-fmt"))
                             .to(n.out("c06-out"), produced("c06-out"));
@@ -521,7 +599,8 @@ final class CoverageCatalog {
                 })
                 .out("c06-out", EXACT)
                 .store("c06-session-store", StoreKind.SESSION)
-                .parallel("c06-slow").serial("c06-count", "c06-stream", "c06-fmt")
+                .parallel("c06-slow")
+                .serial("c06-count", "c06-stream", "c06-fmt")
                 .topSerial("c06-count")
                 .build());
 
@@ -534,16 +613,21 @@ final class CoverageCatalog {
                     slow(n, stream(b, n, "c07-orders"), "c07-slow")
                             .process(() -> new PunctuatingCounter(n.violations), Named.as("c07-punct"), "c07-counts")
                             .split(Named.as("c07-split-"))
-                            .branch((k, v) -> v.startsWith("p:"), Branched.withConsumer(
-                                    s -> s.to(n.out("c07-punctuations"), produced("c07-punctuations")), "punct"))
+                            .branch(
+                                    (k, v) -> v.startsWith("p:"),
+                                    Branched.withConsumer(
+                                            s -> s.to(n.out("c07-punctuations"), produced("c07-punctuations")),
+                                            "punct"))
                             .defaultBranch(Branched.withConsumer(
                                     s -> s.to(n.out("c07-records"), produced("c07-records")), "records"));
                     return b.build();
                 })
-                .out("c07-records", PARALLEL).out("c07-punctuations", FINAL)
+                .out("c07-records", PARALLEL)
+                .out("c07-punctuations", FINAL)
                 .store("c07-counts", StoreKind.KV)
                 .optIn("c07-punct")
-                .parallel("c07-slow", "c07-punct", "c07-split-").allParallel()
+                .parallel("c07-slow", "c07-punct", "c07-split-")
+                .allParallel()
                 .build());
 
         // 8. Unknown PAPI processor with state across keys: serial region from it down.
@@ -560,7 +644,8 @@ final class CoverageCatalog {
                 })
                 .out("c08-out", EXACT)
                 .store("c08-totals", StoreKind.KV)
-                .parallel("c08-slow").serial("c08-seq", "c08-after", "c08-out-sink")
+                .parallel("c08-slow")
+                .serial("c08-seq", "c08-after", "c08-out-sink")
                 .topSerial("c08-seq")
                 .build());
 
@@ -578,7 +663,8 @@ final class CoverageCatalog {
                 .out("c09-out", PARALLEL)
                 .store("c09-sums", StoreKind.KV)
                 .optIn(KeyedSum.class.getName())
-                .parallel("c09-slow", "c09-sum").allParallel()
+                .parallel("c09-slow", "c09-sum")
+                .allParallel()
                 .build());
 
         // 10. Foreign-key join: serial; the left table's store is shared with the FK response
@@ -591,17 +677,23 @@ final class CoverageCatalog {
                     KTable<String, String> products = table(b, n, "c10-products", "c10-products-store");
                     table(b, n, "c10-orders", "c10-orders-store")
                             .mapValues(n::slowly, Named.as("c10-slow"))
-                            .join(products, v -> "p" + (Feeds.n(v) % 60), (o, p) -> o + "|" + p,
+                            .join(
+                                    products,
+                                    v -> "p" + (Feeds.n(v) % 60),
+                                    (o, p) -> o + "|" + p,
                                     TableJoined.as("c10-fk"),
                                     Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("c10-fk-store")
-                                            .withKeySerde(S).withValueSerde(S))
+                                            .withKeySerde(S)
+                                            .withValueSerde(S))
                             .toStream(Named.as("c10-stream"))
                             .to(n.out("c10-out"), produced("c10-out"));
                     return b.build();
                 })
                 .out("c10-out", FINAL)
-                .store("c10-fk-store", StoreKind.KV).store("c10-orders-store", StoreKind.KV)
-                .prefix("c10-fk", false).serial("c10-slow", "c10-stream")
+                .store("c10-fk-store", StoreKind.KV)
+                .store("c10-orders-store", StoreKind.KV)
+                .prefix("c10-fk", false)
+                .serial("c10-slow", "c10-stream")
                 .build());
 
         // 11. Key change + repartition, then aggregates: parallel.
@@ -612,48 +704,69 @@ final class CoverageCatalog {
                     StreamsBuilder b = new StreamsBuilder();
                     slow(n, stream(b, n, "c11-orders"), "c11-slow")
                             .groupBy((k, v) -> "g" + Math.floorMod(k.hashCode(), 37), Grouped.with("c11-regroup", S, S))
-                            .count(Named.as("c11-count"),
+                            .count(
+                                    Named.as("c11-count"),
                                     Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("c11-count-store")
-                                            .withKeySerde(S).withValueSerde(L))
+                                            .withKeySerde(S)
+                                            .withValueSerde(L))
                             .toStream(Named.as("c11-count-stream"))
                             .to(n.out("c11-counts"), Produced.with(S, L).withName("c11-counts-sink"));
                     table(b, n, "c11-profiles", "c11-profiles-store")
-                            .groupBy((k, v) -> KeyValue.pair("t" + Feeds.n(v) % 17, v), Grouped.with("c11-tgroup", S, S))
-                            .aggregate(() -> 0L, (k, v, agg) -> agg + Feeds.n(v), (k, v, agg) -> agg - Feeds.n(v),
+                            .groupBy(
+                                    (k, v) -> KeyValue.pair("t" + Feeds.n(v) % 17, v), Grouped.with("c11-tgroup", S, S))
+                            .aggregate(
+                                    () -> 0L,
+                                    (k, v, agg) -> agg + Feeds.n(v),
+                                    (k, v, agg) -> agg - Feeds.n(v),
                                     Named.as("c11-tagg"),
                                     Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("c11-tagg-store")
-                                            .withKeySerde(S).withValueSerde(L))
+                                            .withKeySerde(S)
+                                            .withValueSerde(L))
                             .toStream(Named.as("c11-tagg-stream"))
                             .to(n.out("c11-tsums"), Produced.with(S, L).withName("c11-tsums-sink"));
                     return b.build();
                 })
-                .outLong("c11-counts", PARALLEL_NO_TS).outLong("c11-tsums", FINAL)
-                .store("c11-count-store", StoreKind.KV).store("c11-tagg-store", StoreKind.KV)
-                .parallel("c11-slow", "c11-count", "c11-tagg", "c11-count-stream").allParallel()
+                .outLong("c11-counts", PARALLEL_NO_TS)
+                .outLong("c11-tsums", FINAL)
+                .store("c11-count-store", StoreKind.KV)
+                .store("c11-tagg-store", StoreKind.KV)
+                .parallel("c11-slow", "c11-count", "c11-tagg", "c11-count-stream")
+                .allParallel()
                 .build());
 
         // 12. split(): one arm windowed (serial region), the other plain (parallel).
         all.add(new CaseBuilder("c12", "slow mapValues -> split: windowed count arm / plain arm")
-                .feed(Feed.of("c12-orders", 2400, 200).jitter(i -> i % 17 == 0 ? 120 : 0).flushed())
+                .feed(Feed.of("c12-orders", 2400, 200)
+                        .jitter(i -> i % 17 == 0 ? 120 : 0)
+                        .flushed())
                 .topology(n -> {
                     StreamsBuilder b = new StreamsBuilder();
                     slow(n, stream(b, n, "c12-orders"), "c12-slow")
                             .split(Named.as("c12-split-"))
-                            .branch((k, v) -> Feeds.n(v) % 2 == 0, Branched.withConsumer(s -> s
-                                    .groupByKey(Grouped.with(S, S))
-                                    .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(500), Duration.ofMillis(100)))
-                                    .count(Named.as("c12-wcount"),
-                                            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as("c12-win-store")
-                                                    .withKeySerde(S).withValueSerde(L))
-                                    .toStream(Named.as("c12-wstream"))
-                                    .map(CoverageCatalog::windowed, Named.as("c12-wfmt"))
-                                    .to(n.out("c12-windowed"), produced("c12-windowed")), "even"))
-                            .defaultBranch(Branched.withConsumer(s -> s
-                                    .mapValues(v -> v + "|odd", Named.as("c12-plain"))
-                                    .to(n.out("c12-plain"), produced("c12-plain")), "odd"));
+                            .branch(
+                                    (k, v) -> Feeds.n(v) % 2 == 0,
+                                    Branched.withConsumer(
+                                            s -> s.groupByKey(Grouped.with(S, S))
+                                                    .windowedBy(TimeWindows.ofSizeAndGrace(
+                                                            Duration.ofMillis(500), Duration.ofMillis(100)))
+                                                    .count(
+                                                            Named.as("c12-wcount"),
+                                                            Materialized.<String, Long, WindowStore<Bytes, byte[]>>as(
+                                                                            "c12-win-store")
+                                                                    .withKeySerde(S)
+                                                                    .withValueSerde(L))
+                                                    .toStream(Named.as("c12-wstream"))
+                                                    .map(CoverageCatalog::windowed, Named.as("c12-wfmt"))
+                                                    .to(n.out("c12-windowed"), produced("c12-windowed")),
+                                            "even"))
+                            .defaultBranch(Branched.withConsumer(
+                                    s -> s.mapValues(v -> v + "|odd", Named.as("c12-plain"))
+                                            .to(n.out("c12-plain"), produced("c12-plain")),
+                                    "odd"));
                     return b.build();
                 })
-                .out("c12-windowed", EXACT).out("c12-plain", PARALLEL)
+                .out("c12-windowed", EXACT)
+                .out("c12-plain", PARALLEL)
                 .store("c12-win-store", StoreKind.WINDOW)
                 .parallel("c12-slow", "c12-split-", "c12-split-even", "c12-split-odd", "c12-plain", "c12-plain-sink")
                 .serial("c12-wcount", "c12-wstream", "c12-wfmt", "c12-windowed-sink")
@@ -668,15 +781,20 @@ final class CoverageCatalog {
                     StreamsBuilder b = new StreamsBuilder();
                     KTable<String, String> tiers = table(b, n, "c13-tiers", "c13-tiers-store");
                     KStream<String, String> orders = slow(n, stream(b, n, "c13-orders"), "c13-slow");
-                    orders.leftJoin(tiers, (v, t) -> v + "|tier=" + t, Joined.with(S, S, S).withName("c13-join"))
+                    orders.leftJoin(
+                                    tiers,
+                                    (v, t) -> v + "|tier=" + t,
+                                    Joined.with(S, S, S).withName("c13-join"))
                             .to(n.out("c13-joined"), produced("c13-joined"));
                     orders.process(TierAuditor::new, Named.as("c13-audit"), "c13-tiers-store")
                             .to(n.out("c13-audit"), produced("c13-audit"));
                     return b.build();
                 })
-                .out("c13-joined", EXACT).out("c13-audit", EXACT)
+                .out("c13-joined", EXACT)
+                .out("c13-audit", EXACT)
                 .store("c13-tiers-store", StoreKind.KV)
-                .parallel("c13-slow").serial("c13-join", "c13-audit")
+                .parallel("c13-slow")
+                .serial("c13-join", "c13-audit")
                 .topSerial("c13-join", "c13-audit")
                 .build());
 
@@ -684,7 +802,9 @@ final class CoverageCatalog {
     }
 
     static Case byId(String id) {
-        return cases().stream().filter(c -> c.id().equals(id)).findFirst()
+        return cases().stream()
+                .filter(c -> c.id().equals(id))
+                .findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("no case " + id));
     }
 }

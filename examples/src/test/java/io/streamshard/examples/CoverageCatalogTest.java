@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Test;
 class CoverageCatalogTest {
 
     private static TopologyDescription describe(Case c) {
-        return c.topology().apply(new Names("-x", "-ss", new MatrixRun.Violations())).describe();
+        return c.topology()
+                .apply(new Names("-x", "-ss", new MatrixRun.Violations()))
+                .describe();
     }
 
     @Test
@@ -43,15 +45,20 @@ class CoverageCatalogTest {
             TopologyDescription d = describe(c);
             Map<String, TopologyDescription.Node> nodes = Explain.nodesByName(d);
             for (NodeRule rule : c.rules()) {
-                assertThat(Explain.resolve(d, rule)).as("%s rule %s in %s", c.id(), rule, d).isNotEmpty();
+                assertThat(Explain.resolve(d, rule))
+                        .as("%s rule %s in %s", c.id(), rule, d)
+                        .isNotEmpty();
             }
             assertThat(nodes.keySet()).as("%s serial-region tops", c.id()).containsAll(c.topSerial());
-            Set<String> sinks = nodes.values().stream().filter(n -> n instanceof TopologyDescription.Sink)
-                    .map(n -> ((TopologyDescription.Sink) n).topic()).collect(Collectors.toSet());
+            Set<String> sinks = nodes.values().stream()
+                    .filter(n -> n instanceof TopologyDescription.Sink)
+                    .map(n -> ((TopologyDescription.Sink) n).topic())
+                    .collect(Collectors.toSet());
             for (Out o : c.outputs()) {
                 assertThat(sinks).as("%s output", c.id()).contains(o.name() + "-x-ss");
             }
-            assertThat(c.allParallel() && !c.topSerial().isEmpty()).as("%s: all parallel with a serial top", c.id())
+            assertThat(c.allParallel() && !c.topSerial().isEmpty())
+                    .as("%s: all parallel with a serial top", c.id())
                     .isFalse();
         }
     }
@@ -95,8 +102,8 @@ class CoverageCatalogTest {
         nodes.forEach((task, m) -> {
             Set<String> top = new java.util.TreeSet<>();
             m.forEach((name, decision) -> {
-                if (Explain.isSerial(decision) && byName.get(name).predecessors().stream()
-                        .noneMatch(p -> Explain.isSerial(m.get(p.name())))) {
+                if (Explain.isSerial(decision)
+                        && byName.get(name).predecessors().stream().noneMatch(p -> Explain.isSerial(m.get(p.name())))) {
                     top.add(name);
                 }
             });
@@ -112,11 +119,17 @@ class CoverageCatalogTest {
             Map<String, Map<String, String>> nodes = modelNodes(c, d);
             Map<String, String> explain = modelExplain(d, nodes);
             // A parallel rule on a node below a serial one fails here.
-            assertThat(Explain.checkRules(d, nodes, c.rules())).as("%s rules vs the model; %s", c.id(), d).isEmpty();
-            assertThat(Explain.checkConsistency(d, explain, nodes)).as("%s", c.id()).isEmpty();
+            assertThat(Explain.checkRules(d, nodes, c.rules()))
+                    .as("%s rules vs the model; %s", c.id(), d)
+                    .isEmpty();
+            assertThat(Explain.checkConsistency(d, explain, nodes))
+                    .as("%s", c.id())
+                    .isEmpty();
             for (String top : c.topSerial()) {
-                assertThat(explain.values().stream().anyMatch(e -> Explain.listedTop(e).contains(top)))
-                        .as("%s: %s a top of the serial region in %s", c.id(), top, explain).isTrue();
+                assertThat(explain.values().stream()
+                                .anyMatch(e -> Explain.listedTop(e).contains(top)))
+                        .as("%s: %s a top of the serial region in %s", c.id(), top, explain)
+                        .isTrue();
             }
             if (c.allParallel()) {
                 assertThat(explain.values()).as(c.id()).containsOnly(Explain.PARALLEL);

@@ -66,7 +66,8 @@ class CoverageMatrixIT {
     @TestFactory
     Stream<DynamicContainer> matrix() {
         Set<String> only = Set.of(System.getProperty("matrix.cases", "").split(",")).stream()
-                .filter(s -> !s.isBlank()).collect(Collectors.toSet());
+                .filter(s -> !s.isBlank())
+                .collect(Collectors.toSet());
         return CoverageCatalog.cases().stream()
                 .filter(c -> only.isEmpty() || only.contains(c.id()))
                 .map(CoverageMatrixIT::container);
@@ -76,116 +77,151 @@ class CoverageMatrixIT {
         Result r = new Result();
         r.c = c;
         String modes = c.outputs().stream().map(o -> o.name() + " " + o.mode()).collect(Collectors.joining(", "));
-        return dynamicContainer(c.toString(), Stream.of(
-                dynamicTest("stock and streamshard run to the end", () -> {
-                    try {
-                        run(r);
-                    } catch (Throwable t) {
-                        r.failed = t;
-                        throw t;
-                    }
-                }),
-                dynamicTest("outputs equal stock: " + modes, () -> {
-                    r.require();
-                    List<String> problems = new ArrayList<>();
-                    for (Out o : c.outputs()) {
-                        List<Rec> stock = r.stockOut.get(o.name());
-                        if (stock.isEmpty()) {
-                            problems.add(o.name() + ": the stock run wrote nothing (catalog error)");
-                        }
-                        for (String p : OutputCompare.compare(o.mode(), stock, r.shardOut.get(o.name()))) {
-                            problems.add(o.name() + " (" + o.mode() + "): " + p);
-                        }
-                    }
-                    assertThat(problems).as("output differences").isEmpty();
-                }),
-                dynamicTest("store contents equal stock: " + c.stores(), () -> {
-                    r.require();
-                    List<String> problems = new ArrayList<>();
-                    for (var s : c.stores()) {
-                        if (r.stock.stores().get(s.name()).isEmpty()) {
-                            problems.add(s.name() + ": empty in the stock run (catalog error)");
-                        }
-                        problems.addAll(OutputCompare.compareStores(s.name(), r.stock.stores().get(s.name()),
-                                r.shard.stores().get(s.name())));
-                    }
-                    assertThat(problems).as("store differences").isEmpty();
-                }),
-                dynamicTest("processors saw no violations", () -> {
-                    r.require();
-                    assertThat(r.stock.violations()).as("stock").isEmpty();
-                    assertThat(r.shard.violations()).as("streamshard").isEmpty();
-                }),
-                dynamicTest(slowParallel(c) ? "the slow step ran on streamshard workers"
-                        : "the slow step is in the serial region (its thread is not checked)", () -> {
-                    r.require();
-                    assertThat(r.stockNames.slowOnWorkers.get()).as("stock: slow step on workers").isZero();
-                    long workers = r.shardNames.slowOnWorkers.get();
-                    long elsewhere = r.shardNames.slowElsewhere.get();
-                    if (slowParallel(c)) {
-                        // Records too cheap for a worker run on the StreamThread; these sleep.
-                        assertThat(workers).as("streamshard: slow step records on workers (%d elsewhere)", elsewhere)
-                                .isGreaterThan(elsewhere);
-                    }
-                }),
-                dynamicTest("StreamShard.active in the streamshard run only", () -> {
-                    r.require();
-                    assertThat(r.stock.active()).as("stock run active").isFalse();
-                    assertThat(r.stock.explain()).as("stock run explain").isEmpty();
-                    assertThat(r.shard.active()).as("streamshard run active").isTrue();
-                }),
-                dynamicTest("explainNodes: " + c.rules(), () -> {
-                    r.require();
-                    assertThat(r.shard.explainNodesMissing()).as("explainNodes").isNull();
-                    assertThat(r.shard.explainNodes()).as("explainNodes").isNotEmpty();
-                    assertThat(Explain.checkRules(r.description, r.shard.explainNodes(), c.rules()))
-                            .as("region of the named nodes; explainNodes %s; topology %s", r.shard.explainNodes(),
-                                    r.description)
-                            .isEmpty();
-                }),
-                dynamicTest("explain agrees with explainNodes"
-                        + (c.allParallel() ? ", every task parallel" : ", serial region top " + c.topSerial()), () -> {
-                    r.require();
-                    Map<String, String> explain = r.shard.explain();
-                    assertThat(explain).as("explain").isNotEmpty();
-                    List<String> problems = new ArrayList<>();
-                    if (c.allParallel()) {
-                        explain.forEach((task, d) -> {
-                            if (!d.equals(Explain.PARALLEL)) {
-                                problems.add("task " + task + ": \"" + d + "\"");
+        return dynamicContainer(
+                c.toString(),
+                Stream.of(
+                        dynamicTest("stock and streamshard run to the end", () -> {
+                            try {
+                                run(r);
+                            } catch (Throwable t) {
+                                r.failed = t;
+                                throw t;
                             }
-                        });
-                    }
-                    for (String top : c.topSerial()) {
-                        boolean listedSomewhere = false;
-                        for (Map.Entry<String, String> t : explain.entrySet()) {
-                            TopologyDescription.Subtopology sub = Explain.subtopologies(r.description)
-                                    .get(Explain.subtopologyOf(t.getKey()));
-                            boolean has = sub != null && sub.nodes().stream().anyMatch(n -> n.name().equals(top));
-                            if (has) {
-                                listedSomewhere = true;
-                                if (!Explain.listedTop(t.getValue()).contains(top)) {
-                                    problems.add("task " + t.getKey() + ": \"" + t.getValue() + "\" does not name "
-                                            + top + " as the top of its serial region");
+                        }),
+                        dynamicTest("outputs equal stock: " + modes, () -> {
+                            r.require();
+                            List<String> problems = new ArrayList<>();
+                            for (Out o : c.outputs()) {
+                                List<Rec> stock = r.stockOut.get(o.name());
+                                if (stock.isEmpty()) {
+                                    problems.add(o.name() + ": the stock run wrote nothing (catalog error)");
+                                }
+                                for (String p : OutputCompare.compare(o.mode(), stock, r.shardOut.get(o.name()))) {
+                                    problems.add(o.name() + " (" + o.mode() + "): " + p);
                                 }
                             }
-                        }
-                        if (!listedSomewhere) {
-                            problems.add("no task has node " + top + " (tasks " + explain.keySet() + ")");
-                        }
-                    }
-                    if (r.shard.explainNodes() != null) {
-                        problems.addAll(Explain.checkConsistency(r.description, explain, r.shard.explainNodes()));
-                    } else {
-                        problems.add(r.shard.explainNodesMissing());
-                    }
-                    assertThat(problems).as("explain %s", explain).isEmpty();
-                })));
+                            assertThat(problems).as("output differences").isEmpty();
+                        }),
+                        dynamicTest("store contents equal stock: " + c.stores(), () -> {
+                            r.require();
+                            List<String> problems = new ArrayList<>();
+                            for (var s : c.stores()) {
+                                if (r.stock.stores().get(s.name()).isEmpty()) {
+                                    problems.add(s.name() + ": empty in the stock run (catalog error)");
+                                }
+                                problems.addAll(OutputCompare.compareStores(
+                                        s.name(),
+                                        r.stock.stores().get(s.name()),
+                                        r.shard.stores().get(s.name())));
+                            }
+                            assertThat(problems).as("store differences").isEmpty();
+                        }),
+                        dynamicTest("processors saw no violations", () -> {
+                            r.require();
+                            assertThat(r.stock.violations()).as("stock").isEmpty();
+                            assertThat(r.shard.violations()).as("streamshard").isEmpty();
+                        }),
+                        dynamicTest(
+                                slowParallel(c)
+                                        ? "the slow step ran on streamshard workers"
+                                        : "the slow step is in the serial region (its thread is not checked)",
+                                () -> {
+                                    r.require();
+                                    assertThat(r.stockNames.slowOnWorkers.get())
+                                            .as("stock: slow step on workers")
+                                            .isZero();
+                                    long workers = r.shardNames.slowOnWorkers.get();
+                                    long elsewhere = r.shardNames.slowElsewhere.get();
+                                    if (slowParallel(c)) {
+                                        // Records too cheap for a worker run on the StreamThread; these sleep.
+                                        assertThat(workers)
+                                                .as(
+                                                        "streamshard: slow step records on workers (%d elsewhere)",
+                                                        elsewhere)
+                                                .isGreaterThan(elsewhere);
+                                    }
+                                }),
+                        dynamicTest("StreamShard.active in the streamshard run only", () -> {
+                            r.require();
+                            assertThat(r.stock.active()).as("stock run active").isFalse();
+                            assertThat(r.stock.explain())
+                                    .as("stock run explain")
+                                    .isEmpty();
+                            assertThat(r.shard.active())
+                                    .as("streamshard run active")
+                                    .isTrue();
+                        }),
+                        dynamicTest("explainNodes: " + c.rules(), () -> {
+                            r.require();
+                            assertThat(r.shard.explainNodesMissing())
+                                    .as("explainNodes")
+                                    .isNull();
+                            assertThat(r.shard.explainNodes())
+                                    .as("explainNodes")
+                                    .isNotEmpty();
+                            assertThat(Explain.checkRules(r.description, r.shard.explainNodes(), c.rules()))
+                                    .as(
+                                            "region of the named nodes; explainNodes %s; topology %s",
+                                            r.shard.explainNodes(), r.description)
+                                    .isEmpty();
+                        }),
+                        dynamicTest(
+                                "explain agrees with explainNodes"
+                                        + (c.allParallel()
+                                                ? ", every task parallel"
+                                                : ", serial region top " + c.topSerial()),
+                                () -> {
+                                    r.require();
+                                    Map<String, String> explain = r.shard.explain();
+                                    assertThat(explain).as("explain").isNotEmpty();
+                                    List<String> problems = new ArrayList<>();
+                                    if (c.allParallel()) {
+                                        explain.forEach((task, d) -> {
+                                            if (!d.equals(Explain.PARALLEL)) {
+                                                problems.add("task " + task + ": \"" + d + "\"");
+                                            }
+                                        });
+                                    }
+                                    for (String top : c.topSerial()) {
+                                        boolean listedSomewhere = false;
+                                        for (Map.Entry<String, String> t : explain.entrySet()) {
+                                            TopologyDescription.Subtopology sub = Explain.subtopologies(r.description)
+                                                    .get(Explain.subtopologyOf(t.getKey()));
+                                            boolean has = sub != null
+                                                    && sub.nodes().stream()
+                                                            .anyMatch(n ->
+                                                                    n.name().equals(top));
+                                            if (has) {
+                                                listedSomewhere = true;
+                                                if (!Explain.listedTop(t.getValue())
+                                                        .contains(top)) {
+                                                    problems.add("task " + t.getKey() + ": \"" + t.getValue()
+                                                            + "\" does not name " + top
+                                                            + " as the top of its serial region");
+                                                }
+                                            }
+                                        }
+                                        if (!listedSomewhere) {
+                                            problems.add(
+                                                    "no task has node " + top + " (tasks " + explain.keySet() + ")");
+                                        }
+                                    }
+                                    if (r.shard.explainNodes() != null) {
+                                        problems.addAll(Explain.checkConsistency(
+                                                r.description, explain, r.shard.explainNodes()));
+                                    } else {
+                                        problems.add(r.shard.explainNodesMissing());
+                                    }
+                                    assertThat(problems)
+                                            .as("explain %s", explain)
+                                            .isEmpty();
+                                })));
     }
 
     /** Whether the case declares its slow step parallel. */
     private static boolean slowParallel(Case c) {
-        return c.rules().stream().anyMatch(rule -> rule.parallel() && rule.name().endsWith("-slow"));
+        return c.rules().stream()
+                .anyMatch(rule -> rule.parallel() && rule.name().endsWith("-slow"));
     }
 
     /** {@code -Dmatrix.sequential=true}: stock first, then streamshard, instead of both at once. */
@@ -209,8 +245,10 @@ class CoverageMatrixIT {
             ps.put("streamshard.parallel.processors", c.parallelProcessors());
             pss.put("streamshard.parallel.processors", c.parallelProcessors());
         }
-        List<String> stockOutputs = c.outputs().stream().map(o -> stockNames.out(o.name())).toList();
-        List<String> shardOutputs = c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
+        List<String> stockOutputs =
+                c.outputs().stream().map(o -> stockNames.out(o.name())).toList();
+        List<String> shardOutputs =
+                c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
         long t0 = System.nanoTime();
         if (SEQUENTIAL) {
             // One after the other, so their times compare (docs/benchmarks.md, coverage table).
@@ -227,7 +265,8 @@ class CoverageMatrixIT {
                 r.shard = shard.snapshot(c.stores(), shardNames.violations);
             }
         } else {
-            try (App stock = new App(stockTopology, ps); App shard = new App(shardTopology, pss)) {
+            try (App stock = new App(stockTopology, ps);
+                    App shard = new App(shardTopology, pss)) {
                 MatrixRun.Completion stockDone = stock.completion(c.groupInputs(suffix), stockOutputs);
                 MatrixRun.Completion shardDone = shard.completion(c.groupInputs(suffix), shardOutputs);
                 MatrixRun.awaitAll(BOOTSTRAP, RUN_TIMEOUT, List.of(stockDone, shardDone));
@@ -241,13 +280,22 @@ class CoverageMatrixIT {
             r.stockOut.put(o.name(), OutputCompare.read(BOOTSTRAP, stockNames.out(o.name()), o.longValues()));
             r.shardOut.put(o.name(), OutputCompare.read(BOOTSTRAP, shardNames.out(o.name()), o.longValues()));
         }
-        System.out.printf("matrix %s: slow step %.0f/s stock, %.0f/s streamshard (%.1fx); stock %d ms, streamshard %d "
-                + "ms (slow step %d on workers, %d elsewhere), %d s in all; outputs %s; explain %s%n", c.id(),
-                stockNames.slowRate(), shardNames.slowRate(), shardNames.slowRate() / Math.max(1e-9,
-                        stockNames.slowRate()), r.stock.millis(), r.shard.millis(),
-                shardNames.slowOnWorkers.get(), shardNames.slowElsewhere.get(), (System.nanoTime() - t0) / 1_000_000_000L,
-                r.stockOut.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue().size() + "/"
-                        + r.shardOut.get(e.getKey()).size()).collect(Collectors.joining(", ")),
+        System.out.printf(
+                "matrix %s: slow step %.0f/s stock, %.0f/s streamshard (%.1fx); stock %d ms, streamshard %d "
+                        + "ms (slow step %d on workers, %d elsewhere), %d s in all; outputs %s; explain %s%n",
+                c.id(),
+                stockNames.slowRate(),
+                shardNames.slowRate(),
+                shardNames.slowRate() / Math.max(1e-9, stockNames.slowRate()),
+                r.stock.millis(),
+                r.shard.millis(),
+                shardNames.slowOnWorkers.get(),
+                shardNames.slowElsewhere.get(),
+                (System.nanoTime() - t0) / 1_000_000_000L,
+                r.stockOut.entrySet().stream()
+                        .map(e -> e.getKey() + "=" + e.getValue().size() + "/"
+                                + r.shardOut.get(e.getKey()).size())
+                        .collect(Collectors.joining(", ")),
                 r.shard.explain());
     }
 }

@@ -37,15 +37,20 @@ class CrashIT {
         cmd.add(DemoApp.class.getName());
         // Slow enough (5 ms, 8 workers: well over a second of work) that the kill lands mid-stream.
         cmd.addAll(List.of(BOOTSTRAP, appId, suffix, "5", "8"));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log))
+        return new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log))
                 .start();
     }
 
     private static long committed(Admin admin, String group, String topic) throws Exception {
         Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(group)
-                .partitionsToOffsetAndMetadata().get();
-        return c.entrySet().stream().filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
-                .mapToLong(e -> e.getValue().offset()).sum();
+                .partitionsToOffsetAndMetadata()
+                .get();
+        return c.entrySet().stream()
+                .filter(e -> e.getKey().topic().equals(topic) && e.getValue() != null)
+                .mapToLong(e -> e.getValue().offset())
+                .sum();
     }
 
     @Test
@@ -90,7 +95,9 @@ class CrashIT {
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (committed(admin, appId, input) < RECORDS / 5) {
                 assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
-                assertThat(System.nanoTime()).as("first run made progress; log %s", log).isLessThan(deadline);
+                assertThat(System.nanoTime())
+                        .as("first run made progress; log %s", log)
+                        .isLessThan(deadline);
                 Thread.sleep(10);
             }
             first.destroyForcibly().waitFor();
@@ -100,8 +107,15 @@ class CrashIT {
 
         Process second = start(appId, suffix, state, log, eos, protocol);
         try {
-            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () ->
-                    assertThat(second.isAlive()).as("second run alive; log %s", log).isTrue());
+            Demo.waitForCommitted(
+                    BOOTSTRAP,
+                    appId,
+                    input,
+                    RECORDS,
+                    Duration.ofMinutes(3),
+                    () -> assertThat(second.isAlive())
+                            .as("second run alive; log %s", log)
+                            .isTrue());
         } finally {
             second.destroy();
             second.waitFor();
@@ -113,7 +127,9 @@ class CrashIT {
         assertThat(check.missing()).as("input records missing from the output").isEmpty();
         assertThat(check.skips()).as("per-customer sequence skipped forward").isEmpty();
         if (eos) {
-            assertThat(check.duplicates()).as("records twice in the committed output").isEmpty();
+            assertThat(check.duplicates())
+                    .as("records twice in the committed output")
+                    .isEmpty();
             assertThat(Demo.verify(BOOTSTRAP, suffix, expected)).isEmpty();
         }
     }

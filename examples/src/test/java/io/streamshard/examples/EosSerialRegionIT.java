@@ -37,6 +37,7 @@ class EosSerialRegionIT {
      * input is in flight at once and the first commit after the table comes only at the end.
      */
     private static final int CHILD_SLOW_MS = 8;
+
     private static final int CHILD_WORKERS = 4;
     private static final int CHILD_MAX_INFLIGHT_PER_TASK = 40;
     /** c04's grace ({@code TimeWindows.ofSizeAndGrace(1 s, 300 ms)}). */
@@ -79,8 +80,7 @@ class EosSerialRegionIT {
         return m;
     }
 
-    private static Process start(String appId, String suffix, String caseId, File stateDir, File log)
-            throws Exception {
+    private static Process start(String appId, String suffix, String caseId, File stateDir, File log) throws Exception {
         List<String> cmd = new ArrayList<>();
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-javaagent:" + System.getProperty("streamshard.agent.jar"));
@@ -95,7 +95,9 @@ class EosSerialRegionIT {
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(CatalogApp.class.getName());
         cmd.addAll(List.of(BOOTSTRAP, appId, suffix, "-ss", caseId));
-        return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log))
+        return new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log))
                 .start();
     }
 
@@ -111,13 +113,16 @@ class EosSerialRegionIT {
         Properties admin = new Properties();
         admin.put("bootstrap.servers", BOOTSTRAP);
         try (Admin a = Admin.create(admin)) {
-            inputRecords = MatrixRun.endOffsets(a, inputs).values().stream().mapToLong(Long::longValue).sum();
+            inputRecords = MatrixRun.endOffsets(a, inputs).values().stream()
+                    .mapToLong(Long::longValue)
+                    .sum();
         }
 
         // Stock, exactly-once, in this JVM (no crash: the reference).
         Properties ps = MatrixRun.config(BOOTSTRAP, "it" + suffix + "-stock", false);
         ps.put("processing.guarantee", "exactly_once_v2");
-        List<String> stockOutputs = c.outputs().stream().map(o -> stockNames.out(o.name())).toList();
+        List<String> stockOutputs =
+                c.outputs().stream().map(o -> stockNames.out(o.name())).toList();
         try (App stock = new App(c.topology().apply(stockNames), ps)) {
             stock.awaitDone(BOOTSTRAP, inputs, stockOutputs, Duration.ofMinutes(3));
         }
@@ -126,33 +131,46 @@ class EosSerialRegionIT {
         String appId = "it" + suffix + "-ss";
         File state = Files.createTempDirectory("streamshard-eos-matrix").toFile();
         File log = Files.createTempFile("streamshard-eos-" + c.id(), ".log").toFile();
-        List<String> shardOutputs = c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
+        List<String> shardOutputs =
+                c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
         Process first = start(appId, suffix, c.id(), state, log);
         long atKill;
         try (Admin a = Admin.create(admin)) {
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (MatrixRun.committed(a, appId, inputs) < inputRecords / 5) {
                 assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();
-                assertThat(System.nanoTime()).as("first run made progress; log %s", log).isLessThan(deadline);
+                assertThat(System.nanoTime())
+                        .as("first run made progress; log %s", log)
+                        .isLessThan(deadline);
                 Thread.sleep(10);
             }
             first.destroyForcibly().waitFor();
             atKill = MatrixRun.committed(a, appId, inputs);
         }
-        assertThat(atKill).as("killed mid-stream (committed %d of %d); log %s", atKill, inputRecords, log)
+        assertThat(atKill)
+                .as("killed mid-stream (committed %d of %d); log %s", atKill, inputRecords, log)
                 .isLessThan(inputRecords);
         Process second = start(appId, suffix, c.id(), state, log);
         try {
-            MatrixRun.awaitDone(BOOTSTRAP, appId, inputs, shardOutputs, Duration.ofMinutes(3), () ->
-                    assertThat(second.isAlive()).as("second run alive; log %s", log).isTrue());
+            MatrixRun.awaitDone(
+                    BOOTSTRAP,
+                    appId,
+                    inputs,
+                    shardOutputs,
+                    Duration.ofMinutes(3),
+                    () -> assertThat(second.isAlive())
+                            .as("second run alive; log %s", log)
+                            .isTrue());
         } finally {
             second.destroy();
             second.waitFor();
         }
-        assertThat(Files.readString(log.toPath())).as("the child ran with streamshard active; log %s", log)
+        assertThat(Files.readString(log.toPath()))
+                .as("the child ran with streamshard active; log %s", log)
                 .contains("CatalogApp: running; active true");
-        System.out.printf("eos %s: killed at %d of %d input records committed; child log %s%n", c.id(), atKill,
-                inputRecords, log);
+        System.out.printf(
+                "eos %s: killed at %d of %d input records committed; child log %s%n",
+                c.id(), atKill, inputRecords, log);
 
         Map<String, List<Rec>> stockOut = new TreeMap<>();
         Map<String, List<Rec>> shardOut = new TreeMap<>();
@@ -164,7 +182,8 @@ class EosSerialRegionIT {
             shardOut.put(o.name(), t);
             soft.assertThat(s).as("%s: stock output", o.name()).isNotEmpty();
             soft.assertThat(OutputCompare.compare(o.mode(), s, t))
-                    .as("%s (%s) after the crash; log %s", o.name(), o.mode(), log).isEmpty();
+                    .as("%s (%s) after the crash; log %s", o.name(), o.mode(), log)
+                    .isEmpty();
         }
         soft.assertAll();
         return new Map[] {stockOut, shardOut};

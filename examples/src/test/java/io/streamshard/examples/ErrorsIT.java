@@ -51,7 +51,7 @@ class ErrorsIT {
      * to its StreamThread when {@code inline}), the poison record.
      */
     private static void poisonLast(String[] t) throws Exception {
-        Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS - 1, Duration.ofMinutes(2), () -> { });
+        Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS - 1, Duration.ofMinutes(2), () -> {});
         Inputs.produce(BOOTSTRAP, 1, i -> new ProducerRecord<>(t[0], "k99", "poison"));
     }
 
@@ -68,25 +68,31 @@ class ErrorsIT {
         return app(t, continueOnError, where, true);
     }
 
-    private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard)
-            throws Exception {
+    private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard) throws Exception {
         return app(t, continueOnError, where, streamshard, java.util.Map.of());
     }
 
-    private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard,
-            java.util.Map<String, String> extra) throws Exception {
+    private KafkaStreams app(
+            String[] t, boolean continueOnError, String where, boolean streamshard, java.util.Map<String, String> extra)
+            throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         var in = b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()));
-        var checked = !where.equals("serial") ? in.mapValues(this::check)
-                : in.mapValues(v -> v).process(() -> new ContextualProcessor<String, String, String, String>() {
-                    @Override
-                    public void process(Record<String, String> r) {
-                        context().forward(r.withValue(check(r.value())));
-                    }
-                }, Named.as("serial-check"));
+        var checked = !where.equals("serial")
+                ? in.mapValues(this::check)
+                : in.mapValues(v -> v)
+                        .process(
+                                () -> new ContextualProcessor<String, String, String, String>() {
+                                    @Override
+                                    public void process(Record<String, String> r) {
+                                        context().forward(r.withValue(check(r.value())));
+                                    }
+                                },
+                                Named.as("serial-check"));
         checked.to(t[1], Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, t[2]);
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         p.put("streamshard.inline.below.us", where.equals("inline") ? "1000000" : "0");
         p.put("streamshard.enabled", Boolean.toString(streamshard));
         if (continueOnError) {
@@ -97,7 +103,8 @@ class ErrorsIT {
     }
 
     private void assertRanWhereExpected(String where) {
-        assertThat(poisonThread.get()).as("thread that ran the poison record")
+        assertThat(poisonThread.get())
+                .as("thread that ran the poison record")
                 .contains(where.equals("inline") ? "-StreamThread-" : "streamshard-worker-");
     }
 
@@ -112,10 +119,15 @@ class ErrorsIT {
         try (KafkaStreams streams = app(t, true, where)) {
             streams.start();
             poisonLast(t);
-            Demo.waitForCommitted(BOOTSTRAP, t[2], t[0], RECORDS, Duration.ofMinutes(2),
+            Demo.waitForCommitted(
+                    BOOTSTRAP,
+                    t[2],
+                    t[0],
+                    RECORDS,
+                    Duration.ofMinutes(2),
                     () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
-            assertThat(StreamShard.explain(streams)).allSatisfy((task, d) ->
-                    assertThat(d).isEqualTo(expectedExplain(where)));
+            assertThat(StreamShard.explain(streams))
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo(expectedExplain(where)));
         }
         assertRanWhereExpected(where);
         assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer())).hasSize(RECORDS - 1);
@@ -127,24 +139,28 @@ class ErrorsIT {
         String[] t = topics("fail");
         Throwable root;
         try (KafkaStreams streams = app(t, false, where)) {
-            root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> poisonLast(t), () -> { });
+            root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> poisonLast(t), () -> {});
         }
         assertRanWhereExpected(where);
-        boolean found = Inputs.causedBy(root,
-                c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
-        assertThat(found).as("the poison record's exception is in the cause chain of %s", root).isTrue();
+        boolean found = Inputs.causedBy(
+                root, c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage()));
+        assertThat(found)
+                .as("the poison record's exception is in the cause chain of %s", root)
+                .isTrue();
 
         // Stock on the same input fails the same way: the same processing error, naming the same
         // task, processor, partition and offset (a worker's failure used to reach the stock error
         // path with no current node: a NullPointerException on 3.9, another record's offset on 4.x).
         Throwable stockRoot;
         try (KafkaStreams stock = app(new String[] {t[0], t[1], t[2] + "-stock"}, false, where, false)) {
-            stockRoot = Inputs.runUntilError(stock, Duration.ofMinutes(2), () -> { }, () -> { });
+            stockRoot = Inputs.runUntilError(stock, Duration.ofMinutes(2), () -> {}, () -> {});
         }
         String expected = processError(stockRoot);
         assertThat(expected).as("stock's processing error in %s", stockRoot).isNotNull();
         assertThat(processError(root)).as("the processing error in %s", root).isEqualTo(expected);
-        assertThat(Inputs.causedBy(root, c -> c instanceof NullPointerException)).as("%s", root).isFalse();
+        assertThat(Inputs.causedBy(root, c -> c instanceof NullPointerException))
+                .as("%s", root)
+                .isFalse();
     }
 
     /**
@@ -164,15 +180,20 @@ class ErrorsIT {
         Throwable root;
         try (KafkaStreams streams = app(t, false, where, true, java.util.Map.of("commit.interval.ms", "300000"))) {
             // Thirty seconds: stock fails within one poll of the record; the commit is 300 s away.
-            root = Inputs.runUntilError(streams, Duration.ofSeconds(30), () -> Inputs.produce(BOOTSTRAP, 2,
-                    i -> new ProducerRecord<>(t[0], "k1", i == 0 ? "poison" : "1")), () -> { });
+            root = Inputs.runUntilError(
+                    streams,
+                    Duration.ofSeconds(30),
+                    () -> Inputs.produce(BOOTSTRAP, 2, i -> new ProducerRecord<>(t[0], "k1", i == 0 ? "poison" : "1")),
+                    () -> {});
         }
         assertRanWhereExpected(where);
-        assertThat(Inputs.causedBy(root,
-                c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage())))
-                .as("the poison record's exception is in the cause chain of %s", root).isTrue();
+        assertThat(Inputs.causedBy(
+                        root, c -> c instanceof IllegalArgumentException && "poison record".equals(c.getMessage())))
+                .as("the poison record's exception is in the cause chain of %s", root)
+                .isTrue();
         assertThat(processError(root)).as("%s", root).startsWith("Exception caught in process. taskId=0_0, ");
-        assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer())).as("the record behind it never ran")
+        assertThat(Demo.readAll(BOOTSTRAP, t[1], new StringDeserializer()))
+                .as("the record behind it never ran")
                 .isEmpty();
     }
 

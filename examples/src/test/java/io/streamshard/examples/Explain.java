@@ -68,7 +68,8 @@ final class Explain {
     static List<String> resolve(TopologyDescription d, NodeRule rule) {
         List<String> names = new ArrayList<>();
         for (TopologyDescription.Node n : nodesByName(d).values()) {
-            if (rule.prefix() ? n.name().startsWith(rule.name()) && n instanceof TopologyDescription.Processor
+            if (rule.prefix()
+                    ? n.name().startsWith(rule.name()) && n instanceof TopologyDescription.Processor
                     : n.name().equals(rule.name())) {
                 names.add(n.name());
             }
@@ -78,8 +79,8 @@ final class Explain {
     }
 
     /** Problems with the named nodes' regions; empty if every rule holds in every task that has the node. */
-    static List<String> checkRules(TopologyDescription d, Map<String, Map<String, String>> nodes,
-            List<NodeRule> rules) {
+    static List<String> checkRules(
+            TopologyDescription d, Map<String, Map<String, String>> nodes, List<NodeRule> rules) {
         List<String> problems = new ArrayList<>();
         for (NodeRule rule : rules) {
             List<String> names = resolve(d, rule);
@@ -113,8 +114,8 @@ final class Explain {
      * well-formed decision, the successors of a serial node are serial, and explain's summary
      * names exactly the top-most serial nodes.
      */
-    static List<String> checkConsistency(TopologyDescription d, Map<String, String> explain,
-            Map<String, Map<String, String>> nodes) {
+    static List<String> checkConsistency(
+            TopologyDescription d, Map<String, String> explain, Map<String, Map<String, String>> nodes) {
         List<String> problems = new ArrayList<>();
         Map<Integer, TopologyDescription.Subtopology> subs = subtopologies(d);
         if (!new TreeSet<>(explain.keySet()).equals(new TreeSet<>(nodes.keySet()))) {
@@ -129,7 +130,8 @@ final class Explain {
                 problems.add("task " + task + ": no such sub-topology");
                 continue;
             }
-            Set<String> expectedNames = sub.nodes().stream().map(TopologyDescription.Node::name)
+            Set<String> expectedNames = sub.nodes().stream()
+                    .map(TopologyDescription.Node::name)
                     .collect(Collectors.toCollection(TreeSet::new));
             if (!expectedNames.equals(new TreeSet<>(decisions.keySet()))) {
                 problems.add("task " + task + ": explainNodes lists " + new TreeSet<>(decisions.keySet())
@@ -171,7 +173,8 @@ final class Explain {
                     problems.add("task " + task + ": every node parallel but explain says \"" + summary + "\"");
                 }
             } else if (summary.startsWith(MIXED)) {
-                Set<String> listed = new TreeSet<>(List.of(summary.substring(MIXED.length()).split(", ")));
+                Set<String> listed =
+                        new TreeSet<>(List.of(summary.substring(MIXED.length()).split(", ")));
                 if (!listed.equals(top)) {
                     problems.add("task " + task + ": explain names " + listed + " as the serial region's top, "
                             + "explainNodes gives " + top);

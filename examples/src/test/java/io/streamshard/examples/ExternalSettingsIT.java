@@ -36,11 +36,16 @@ class ExternalSettingsIT {
     @Test
     void theAgentArgumentAndSystemPropertiesAreDefaultsTheApplicationOverrides() throws Exception {
         // CreateOnlyMain sets streamshard.workers=2 itself.
-        Object[] r = run(List.of("-javaagent:" + JAR + "=inline.below.us=0,workers=3,drain.timeout.ms=9000",
-                "-Dstreamshard.drain.timeout.ms=5000", "-Dstreamshard.it.unrelated=x"), Map.of());
+        Object[] r = run(
+                List.of(
+                        "-javaagent:" + JAR + "=inline.below.us=0,workers=3,drain.timeout.ms=9000",
+                        "-Dstreamshard.drain.timeout.ms=5000",
+                        "-Dstreamshard.it.unrelated=x"),
+                Map.of());
         String out = (String) r[1];
         assertThat(r[0]).as(out).isEqualTo(0);
-        assertThat(out).contains("streamshard active: true")
+        assertThat(out)
+                .contains("streamshard active: true")
                 .contains("streamshard settings: {streamshard.drain.timeout.ms=5000 (system property), "
                         + "streamshard.inline.below.us=0 (agent argument), streamshard.workers=2 (application)}")
                 .contains("2 workers for create-only");
@@ -48,11 +53,11 @@ class ExternalSettingsIT {
 
     @Test
     void theAgentAttachedThroughJavaToolOptionsTakesItsArgument() throws Exception {
-        Object[] r = run(List.of(), Map.of("JAVA_TOOL_OPTIONS", "-javaagent:" + JAR + "=streamshard.inline.below.us=0"));
+        Object[] r =
+                run(List.of(), Map.of("JAVA_TOOL_OPTIONS", "-javaagent:" + JAR + "=streamshard.inline.below.us=0"));
         String out = (String) r[1];
         assertThat(r[0]).as(out).isEqualTo(0);
-        assertThat(out).contains("streamshard active: true")
-                .contains("streamshard.inline.below.us=0 (agent argument)");
+        assertThat(out).contains("streamshard active: true").contains("streamshard.inline.below.us=0 (agent argument)");
     }
 
     @Test
@@ -60,19 +65,25 @@ class ExternalSettingsIT {
         Object[] r = run(List.of("-javaagent:" + JAR + "=workers=lots"), Map.of());
         String out = (String) r[1];
         assertThat(r[0]).as(out).isNotEqualTo(0);
-        assertThat(out).contains("org.apache.kafka.common.config.ConfigException").contains("streamshard.workers")
+        assertThat(out)
+                .contains("org.apache.kafka.common.config.ConfigException")
+                .contains("streamshard.workers")
                 .contains("from the agent argument");
 
         r = run(List.of("-javaagent:" + JAR, "-Dstreamshard.inline.below.us=-1"), Map.of());
         out = (String) r[1];
         assertThat(r[0]).as(out).isNotEqualTo(0);
-        assertThat(out).contains("ConfigException").contains("streamshard.inline.below.us")
+        assertThat(out)
+                .contains("ConfigException")
+                .contains("streamshard.inline.below.us")
                 .contains("from the system property");
 
         r = run(List.of("-javaagent:" + JAR + "=inline.below.uss=0"), Map.of());
         out = (String) r[1];
         assertThat(r[0]).as(out).isNotEqualTo(0);
-        assertThat(out).contains("ConfigException").contains("streamshard.inline.below.uss")
+        assertThat(out)
+                .contains("ConfigException")
+                .contains("streamshard.inline.below.uss")
                 .contains("unknown streamshard setting");
     }
 }

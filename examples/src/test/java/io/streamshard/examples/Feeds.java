@@ -33,8 +33,17 @@ final class Feeds {
     static final long FLUSH_AT = 30 * 60 * 1000L;
 
     /** One input topic's content. {@code name} gets the case's suffix appended. */
-    record Feed(String name, int records, int keys, double skew, long start, long step, IntToLongFunction jitter,
-            boolean flush, IntFunction<String> fixedKey, long seed) {
+    record Feed(
+            String name,
+            int records,
+            int keys,
+            double skew,
+            long start,
+            long step,
+            IntToLongFunction jitter,
+            boolean flush,
+            IntFunction<String> fixedKey,
+            long seed) {
 
         static Feed of(String name, int records, int keys) {
             return new Feed(name, records, keys, 0.8, 0, 10, i -> 0, false, null, name.hashCode());
@@ -104,8 +113,8 @@ final class Feeds {
                 String key = feed.fixedKey() != null ? feed.fixedKey().apply(i) : "k-" + zipf.next();
                 long seq = seqs.merge(key, 1L, Long::sum);
                 long ts = base + feed.start() + i * feed.step() - feed.jitter().applyAsLong(i);
-                producer.send(new ProducerRecord<>(topic, null, ts, key, seq + "," + numbers.nextInt(1000)),
-                        (md, e) -> {
+                producer.send(
+                        new ProducerRecord<>(topic, null, ts, key, seq + "," + numbers.nextInt(1000)), (md, e) -> {
                             if (e != null) {
                                 failed.compareAndSet(null, e);
                             }
@@ -114,8 +123,10 @@ final class Feeds {
             }
             if (feed.flush()) {
                 for (int part = 0; part < partitions; part++) {
-                    producer.send(new ProducerRecord<>(topic, part, base + FLUSH_AT + part,
-                            flushKey(part, partitions), "1,0"), (md, e) -> {
+                    producer.send(
+                            new ProducerRecord<>(
+                                    topic, part, base + FLUSH_AT + part, flushKey(part, partitions), "1,0"),
+                            (md, e) -> {
                                 if (e != null) {
                                     failed.compareAndSet(null, e);
                                 }

@@ -6,7 +6,6 @@ import io.streamshard.StreamShard;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -40,11 +39,16 @@ class InlineIT {
         Probe probe = new Probe();
         StreamsBuilder b = new StreamsBuilder();
         b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(probe.supplier(input, r -> {
-                    if (r.value().endsWith(",B")) {
-                        Probe.sleep(1);
-                    }
-                }, r -> r.value().substring(r.value().indexOf(',') + 1)), Named.as("probe"))
+                .process(
+                        probe.supplier(
+                                input,
+                                r -> {
+                                    if (r.value().endsWith(",B")) {
+                                        Probe.sleep(1);
+                                    }
+                                },
+                                r -> r.value().substring(r.value().indexOf(',') + 1)),
+                        Named.as("probe"))
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "16");
@@ -55,8 +59,10 @@ class InlineIT {
         p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, TOTAL, Duration.ofMinutes(3), () -> { });
-            assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, TOTAL, Duration.ofMinutes(3), () -> {});
+            assertThat(StreamShard.explain(streams))
+                    .hasSize(2)
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
         }
         assertThat(probe.violation.get()).isNull();
         assertThat(probe.processed.get()).isEqualTo(TOTAL);
@@ -69,7 +75,8 @@ class InlineIT {
             assertThat(probe.ran("A:StreamThread")).isPositive();
             assertThat(probe.ran("B:worker")).isPositive();
             assertThat(probe.ran("C:StreamThread")).isPositive();
-            assertThat(probe.ran("A:other") + probe.ran("B:other") + probe.ran("C:other")).isZero();
+            assertThat(probe.ran("A:other") + probe.ran("B:other") + probe.ran("C:other"))
+                    .isZero();
         });
     }
 }

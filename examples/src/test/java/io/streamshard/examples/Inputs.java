@@ -28,8 +28,14 @@ final class Inputs {
      */
     static void producePhases(String bootstrap, String topic, int cheap, int slow, int keys) throws Exception {
         java.util.Map<Integer, Integer> seqs = new java.util.HashMap<>();
-        produce(bootstrap, 2 * cheap + slow, i -> new ProducerRecord<>(topic, "k" + (i % keys),
-                seqs.merge(i % keys, 1, Integer::sum) + "," + (i < cheap ? "A" : i < cheap + slow ? "B" : "C")));
+        produce(
+                bootstrap,
+                2 * cheap + slow,
+                i -> new ProducerRecord<>(
+                        topic,
+                        "k" + (i % keys),
+                        seqs.merge(i % keys, 1, Integer::sum) + ","
+                                + (i < cheap ? "A" : i < cheap + slow ? "B" : "C")));
     }
 
     static void produce(String bootstrap, int records, IntFunction<ProducerRecord<String, String>> record)
@@ -64,7 +70,7 @@ final class Inputs {
      * exception.
      */
     static Throwable runUntilError(KafkaStreams streams, Duration timeout, Runnable check) throws Exception {
-        return runUntilError(streams, timeout, () -> { }, check);
+        return runUntilError(streams, timeout, () -> {}, check);
     }
 
     /** A step that may throw. */

@@ -57,9 +57,11 @@ class InteractiveQueriesIT {
                 })
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
         grouped.count(Materialized.<String, Long>as(Stores.inMemoryKeyValueStore("iq-mem"))
-                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.Long()));
         grouped.count(Materialized.<String, Long>as(Stores.persistentKeyValueStore("iq-rocks"))
-                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
+                .withKeySerde(Serdes.String())
+                .withValueSerde(Serdes.Long()));
         String appId = "it" + suffix;
         Properties p = EnrichmentApp.config(BOOTSTRAP, appId);
         p.put("streamshard.workers", "16");
@@ -81,17 +83,20 @@ class InteractiveQueriesIT {
                 queriers.add(t);
             }
             Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(input, "k" + (i % KEYS), Integer.toString(i)));
-            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () -> {});
             stop.set(true);
             for (Thread t : queriers) {
                 t.join();
             }
             assertThat(problems).as("what the queries saw go wrong").isEmpty();
-            assertThat(reads.get()).as("query rounds that overlapped the writes").isGreaterThan(20);
-            assertThat(StreamShard.explain(streams).values()).allSatisfy(v -> assertThat(v).isEqualTo("parallel"));
+            assertThat(reads.get())
+                    .as("query rounds that overlapped the writes")
+                    .isGreaterThan(20);
+            assertThat(StreamShard.explain(streams).values())
+                    .allSatisfy(v -> assertThat(v).isEqualTo("parallel"));
             for (String store : List.of("iq-mem", "iq-rocks")) {
-                ReadOnlyKeyValueStore<String, Long> s = streams.store(
-                        StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
+                ReadOnlyKeyValueStore<String, Long> s =
+                        streams.store(StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
                 for (int k = 0; k < KEYS; k++) {
                     assertThat(s.get("k" + k)).as("%s k%d", store, k).isEqualTo((long) RECORDS / KEYS);
                 }
@@ -100,14 +105,14 @@ class InteractiveQueriesIT {
     }
 
     /** Reads until told to stop: single keys, a range, the whole store (forward and reverse). */
-    private static void query(KafkaStreams streams, String store, AtomicBoolean stop,
-            List<String> problems, AtomicLong reads) {
+    private static void query(
+            KafkaStreams streams, String store, AtomicBoolean stop, List<String> problems, AtomicLong reads) {
         Map<String, Long> seen = new ConcurrentHashMap<>();
         java.util.Random random = new java.util.Random(store.hashCode());
         while (!stop.get() && problems.size() < 20) {
             try {
-                ReadOnlyKeyValueStore<String, Long> s = streams.store(
-                        StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
+                ReadOnlyKeyValueStore<String, Long> s =
+                        streams.store(StoreQueryParameters.fromNameAndType(store, QueryableStoreTypes.keyValueStore()));
                 for (int i = 0; i < 50; i++) {
                     String k = "k" + random.nextInt(KEYS);
                     check(store, "get", k, s.get(k), seen, problems, true);
@@ -121,7 +126,8 @@ class InteractiveQueriesIT {
                 try (KeyValueIterator<String, Long> it = s.reverseAll()) {
                     drain(store, "reverseAll", it, seen, problems);
                 }
-                try (KeyValueIterator<String, Long> it = s.prefixScan("k7", Serdes.String().serializer())) {
+                try (KeyValueIterator<String, Long> it =
+                        s.prefixScan("k7", Serdes.String().serializer())) {
                     drain(store, "prefixScan", it, seen, problems);
                 }
                 reads.incrementAndGet();
@@ -134,7 +140,11 @@ class InteractiveQueriesIT {
         }
     }
 
-    private static void drain(String store, String how, KeyValueIterator<String, Long> it, Map<String, Long> seen,
+    private static void drain(
+            String store,
+            String how,
+            KeyValueIterator<String, Long> it,
+            Map<String, Long> seen,
             List<String> problems) {
         while (it.hasNext()) {
             KeyValue<String, Long> kv = it.next();
@@ -142,8 +152,14 @@ class InteractiveQueriesIT {
         }
     }
 
-    private static void check(String store, String how, String key, Long value, Map<String, Long> seen,
-            List<String> problems, boolean mayBeAbsent) {
+    private static void check(
+            String store,
+            String how,
+            String key,
+            Long value,
+            Map<String, Long> seen,
+            List<String> problems,
+            boolean mayBeAbsent) {
         if (value == null) {
             if (!mayBeAbsent || seen.containsKey(key)) {
                 problems.add(store + " " + how + ": " + key + " came back without a value");

@@ -48,18 +48,33 @@ final class MatrixRun {
         }
     }
 
-    enum StoreKind { KV, WINDOW, SESSION }
+    enum StoreKind {
+        KV,
+        WINDOW,
+        SESSION
+    }
 
     record StoreRef(String name, StoreKind kind) {}
 
     /** What the run looked like at its end, before close. */
-    record Snapshot(String appId, boolean active, Map<String, String> explain,
-            Map<String, Map<String, String>> explainNodes, String explainNodesMissing,
-            Map<String, Map<String, String>> stores, List<String> violations, long millis) {}
+    record Snapshot(
+            String appId,
+            boolean active,
+            Map<String, String> explain,
+            Map<String, Map<String, String>> explainNodes,
+            String explainNodesMissing,
+            Map<String, Map<String, String>> stores,
+            List<String> violations,
+            long millis) {}
 
     /** Creates a case's input and output topics (both runs') and produces its feeds. */
-    static void prepare(String bootstrap, CoverageCatalog.Case c, String suffix, CoverageCatalog.Names stock,
-            CoverageCatalog.Names shard) throws Exception {
+    static void prepare(
+            String bootstrap,
+            CoverageCatalog.Case c,
+            String suffix,
+            CoverageCatalog.Names stock,
+            CoverageCatalog.Names shard)
+            throws Exception {
         List<String> topics = new ArrayList<>();
         c.feeds().forEach(f -> topics.add(f.name() + suffix));
         for (CoverageCatalog.Out o : c.outputs()) {
@@ -74,10 +89,12 @@ final class MatrixRun {
     static Properties config(String bootstrap, String appId, boolean streamshard) throws Exception {
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
-        p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, org.apache.kafka.common.serialization.Serdes.String()
-                .getClass().getName());
-        p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, org.apache.kafka.common.serialization.Serdes.String()
-                .getClass().getName());
+        p.put(
+                StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG,
+                org.apache.kafka.common.serialization.Serdes.String().getClass().getName());
+        p.put(
+                StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG,
+                org.apache.kafka.common.serialization.Serdes.String().getClass().getName());
         p.put("state.dir", Files.createTempDirectory("streamshard-matrix").toString());
         // Stock emits a left/outer stream-stream join's unmatched records at most once per second
         // of wall-clock time (a throttle on an internal setting), so which records come out when
@@ -139,8 +156,15 @@ final class MatrixRun {
             } catch (UnsupportedOperationException e) {
                 missing = e.getMessage();
             }
-            return new Snapshot(appId, StreamShard.active(streams), StreamShard.explain(streams), nodes, missing,
-                    contents, List.copyOf(violations.list), (doneAt - startedAt) / 1_000_000);
+            return new Snapshot(
+                    appId,
+                    StreamShard.active(streams),
+                    StreamShard.explain(streams),
+                    nodes,
+                    missing,
+                    contents,
+                    List.copyOf(violations.list),
+                    (doneAt - startedAt) / 1_000_000);
         }
 
         /**
@@ -153,22 +177,25 @@ final class MatrixRun {
                 String prefix = "p" + p + "/";
                 switch (s.kind()) {
                     case KV -> {
-                        var store = streams.store(StoreQueryParameters.fromNameAndType(s.name(),
-                                QueryableStoreTypes.<Object, Object>keyValueStore()).withPartition(p));
+                        var store = streams.store(StoreQueryParameters.fromNameAndType(
+                                        s.name(), QueryableStoreTypes.<Object, Object>keyValueStore())
+                                .withPartition(p));
                         try (KeyValueIterator<Object, Object> it = store.all()) {
                             it.forEachRemaining(kv -> m.put(prefix + kv.key, String.valueOf(kv.value)));
                         }
                     }
                     case WINDOW -> {
-                        var store = streams.store(StoreQueryParameters.fromNameAndType(s.name(),
-                                QueryableStoreTypes.<Object, Object>windowStore()).withPartition(p));
+                        var store = streams.store(StoreQueryParameters.fromNameAndType(
+                                        s.name(), QueryableStoreTypes.<Object, Object>windowStore())
+                                .withPartition(p));
                         try (KeyValueIterator<Windowed<Object>, Object> it = store.all()) {
                             it.forEachRemaining(kv -> m.put(prefix + windowed(kv), String.valueOf(kv.value)));
                         }
                     }
                     case SESSION -> {
-                        var store = streams.store(StoreQueryParameters.fromNameAndType(s.name(),
-                                QueryableStoreTypes.<Object, Object>sessionStore()).withPartition(p));
+                        var store = streams.store(StoreQueryParameters.fromNameAndType(
+                                        s.name(), QueryableStoreTypes.<Object, Object>sessionStore())
+                                .withPartition(p));
                         try (KeyValueIterator<Windowed<Object>, Object> it = store.fetch(null, null)) {
                             it.forEachRemaining(kv -> m.put(prefix + windowed(kv), String.valueOf(kv.value)));
                         }
@@ -179,7 +206,8 @@ final class MatrixRun {
         }
 
         private static String windowed(KeyValue<Windowed<Object>, Object> kv) {
-            return kv.key.key() + "@" + kv.key.window().start() + "-" + kv.key.window().end();
+            return kv.key.key() + "@" + kv.key.window().start() + "-"
+                    + kv.key.window().end();
         }
 
         @Override
@@ -215,8 +243,9 @@ final class MatrixRun {
                 return true;
             }
             check.run();
-            Map<TopicPartition, OffsetAndMetadata> committed =
-                    admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+            Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(appId)
+                    .partitionsToOffsetAndMetadata()
+                    .get();
             List<String> sources = new ArrayList<>(inputs);
             for (String t : admin.listTopics().names().get()) {
                 if (t.startsWith(appId + "-") && !t.endsWith("-changelog")) {
@@ -261,12 +290,18 @@ final class MatrixRun {
                 Thread.sleep(250);
             }
         }
-        throw new AssertionError("not finished within " + timeout + ": " + all.stream().filter(c -> c.doneAt == 0)
-                .map(c -> c.progress).toList());
+        throw new AssertionError("not finished within " + timeout + ": "
+                + all.stream().filter(c -> c.doneAt == 0).map(c -> c.progress).toList());
     }
 
-    static void awaitDone(String bootstrap, String appId, Collection<String> inputs, Collection<String> outputs,
-            Duration timeout, Runnable check) throws Exception {
+    static void awaitDone(
+            String bootstrap,
+            String appId,
+            Collection<String> inputs,
+            Collection<String> outputs,
+            Duration timeout,
+            Runnable check)
+            throws Exception {
         awaitAll(bootstrap, timeout, List.of(new Completion(appId, inputs, outputs, check)));
     }
 
@@ -274,7 +309,8 @@ final class MatrixRun {
     static long committed(Admin admin, String group, Collection<String> topics) throws Exception {
         return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().entrySet().stream()
                 .filter(e -> topics.contains(e.getKey().topic()) && e.getValue() != null)
-                .mapToLong(e -> e.getValue().offset()).sum();
+                .mapToLong(e -> e.getValue().offset())
+                .sum();
     }
 
     static Map<TopicPartition, Long> endOffsets(Admin admin, Collection<String> topics) throws Exception {
@@ -282,8 +318,11 @@ final class MatrixRun {
             return Map.of();
         }
         Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-        admin.describeTopics(Set.copyOf(topics)).allTopicNames().get().forEach((t, d) ->
-                d.partitions().forEach(pi -> latest.put(new TopicPartition(t, pi.partition()), OffsetSpec.latest())));
+        admin.describeTopics(Set.copyOf(topics))
+                .allTopicNames()
+                .get()
+                .forEach((t, d) -> d.partitions()
+                        .forEach(pi -> latest.put(new TopicPartition(t, pi.partition()), OffsetSpec.latest())));
         return admin.listOffsets(latest).all().get().entrySet().stream()
                 .collect(Collectors.toMap(Map.Entry::getKey, e -> e.getValue().offset()));
     }

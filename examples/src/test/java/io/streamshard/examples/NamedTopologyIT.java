@@ -31,15 +31,17 @@ class NamedTopologyIT {
     @Test
     void twoNamedTopologiesWithTheSameShapeRunSideBySide() throws Exception {
         String suffix = Inputs.suffix("named");
-        List<String> topics = List.of("named-a-in" + suffix, "named-a-out" + suffix, "named-b-in" + suffix,
-                "named-b-out" + suffix);
+        List<String> topics =
+                List.of("named-a-in" + suffix, "named-a-out" + suffix, "named-b-in" + suffix, "named-b-out" + suffix);
         OrderProducer.createTopics(BOOTSTRAP, 1, topics);
         for (int t = 0; t < 4; t += 2) {
             String in = topics.get(t);
             Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(in, "k" + (i % 10), Integer.toString(i)));
         }
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         p.put("streamshard.inline.below.us", "0");
         try (KafkaStreamsNamedTopologyWrapper streams = new KafkaStreamsNamedTopologyWrapper(p)) {
             NamedTopologyBuilder a = streams.newNamedTopologyBuilder("topology-a");
@@ -53,10 +55,16 @@ class NamedTopologyIT {
             }
             streams.start(List.of(a.build(), b.build()));
             for (int t = 0; t < 4; t += 2) {
-                Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, topics.get(t), RECORDS, Duration.ofMinutes(1),
+                Demo.waitForCommitted(
+                        BOOTSTRAP,
+                        "it" + suffix,
+                        topics.get(t),
+                        RECORDS,
+                        Duration.ofMinutes(1),
                         () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
             }
-            assertThat(StreamShard.explain(streams)).containsOnlyKeys("topology-a__0_0", "topology-b__0_0")
+            assertThat(StreamShard.explain(streams))
+                    .containsOnlyKeys("topology-a__0_0", "topology-b__0_0")
                     .allSatisfy((task, d) -> assertThat(d).startsWith("serial: a task of a named topology"));
         }
         for (int t = 1; t < 4; t += 2) {

@@ -57,7 +57,11 @@ final class OutputCompare {
     static List<Rec> read(String bootstrap, String topic, boolean longValues) throws Exception {
         List<Rec> out = new ArrayList<>();
         for (ConsumerRecord<String, ?> r : Demo.readAll(bootstrap, topic, deserializer(longValues))) {
-            out.add(new Rec(r.partition(), r.offset(), r.key(), r.value() == null ? null : r.value().toString(),
+            out.add(new Rec(
+                    r.partition(),
+                    r.offset(),
+                    r.key(),
+                    r.value() == null ? null : r.value().toString(),
                     r.timestamp()));
         }
         out.sort(Comparator.comparingInt(Rec::partition).thenComparingLong(Rec::offset));
@@ -96,8 +100,9 @@ final class OutputCompare {
             int n = Math.min(x.size(), y.size());
             for (int i = 0; i < n; i++) {
                 if (!x.get(i).kvt().equals(y.get(i).kvt())) {
-                    problems.add("partition " + p + " record " + i + ": stock " + x.get(i).kvt() + ", streamshard "
-                            + y.get(i).kvt() + " (" + firstDifferences(x, y, i) + ")");
+                    problems.add("partition " + p + " record " + i + ": stock "
+                            + x.get(i).kvt() + ", streamshard " + y.get(i).kvt() + " (" + firstDifferences(x, y, i)
+                            + ")");
                     break;
                 }
             }
@@ -169,7 +174,8 @@ final class OutputCompare {
         }
         if (!keys.isEmpty()) {
             List<String> eg = keys.subList(0, Math.min(5, keys.size())).stream()
-                    .map(k -> k + ": stock " + x.get(k) + ", streamshard " + y.get(k)).toList();
+                    .map(k -> k + ": stock " + x.get(k) + ", streamshard " + y.get(k))
+                    .toList();
             problems.add(keys.size() + " keys with a different last value, e.g. " + eg);
         }
     }
@@ -220,7 +226,8 @@ final class OutputCompare {
             return List.of();
         }
         List<String> eg = keys.subList(0, Math.min(5, keys.size())).stream()
-                .map(k -> k + ": stock " + stock.get(k) + ", streamshard " + shard.get(k)).toList();
+                .map(k -> k + ": stock " + stock.get(k) + ", streamshard " + shard.get(k))
+                .toList();
         return List.of("store " + store + ": " + keys.size() + " of " + stock.size() + "/" + shard.size()
                 + " entries differ, e.g. " + eg);
     }

@@ -43,11 +43,13 @@ class ParallelIT {
     private void enrichment(boolean eos) throws Exception {
         String suffix = Inputs.suffix(eos ? "enricheos" : "enrich");
         EnrichmentApp.prepare(BOOTSTRAP, suffix, 4, 10_000);
-        OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000,
-                1.1, 7);
+        OrderProducer.Expected expected =
+                OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000, 1.1, 7);
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "32");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         if (eos) {
             p.put("processing.guarantee", "exactly_once_v2");
         }
@@ -55,17 +57,25 @@ class ParallelIT {
             AtomicReference<Throwable> error = new AtomicReference<>();
             streams.setUncaughtExceptionHandler(e -> {
                 error.set(e);
-                return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+                return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
+                        .SHUTDOWN_CLIENT;
             });
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 3_000, Duration.ofMinutes(3),
+            Demo.waitForCommitted(
+                    BOOTSTRAP,
+                    "it" + suffix,
+                    EnrichmentApp.INPUT + suffix,
+                    3_000,
+                    Duration.ofMinutes(3),
                     () -> assertThat(error.get()).isNull());
             assertThat(StreamShard.active(streams)).isTrue();
             // The slow call, the stream-table join and both aggregations: every node parallel.
-            assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
-                    assertThat(decision).as("task %s", task).isEqualTo("parallel"));
-            assertThat(StreamShard.explainNodes(streams).get("0_0")).anySatisfy((node, d) ->
-                    assertThat(node).startsWith("KSTREAM-LEFTJOIN-"));
+            assertThat(StreamShard.explain(streams))
+                    .hasSize(4)
+                    .allSatisfy((task, decision) ->
+                            assertThat(decision).as("task %s", task).isEqualTo("parallel"));
+            assertThat(StreamShard.explainNodes(streams).get("0_0"))
+                    .anySatisfy((node, d) -> assertThat(node).startsWith("KSTREAM-LEFTJOIN-"));
             assertThat(workerThreads()).isEqualTo(32);
         }
         // KafkaStreams.close() stopped the worker pool.
@@ -92,27 +102,35 @@ class ParallelIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "16");
         p.put("streamshard.parallel.processors", "probe");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 2_000, Duration.ofMinutes(3), () -> { });
-            assertThat(StreamShard.explain(streams)).allSatisfy((task, decision) ->
-                    assertThat(decision).isEqualTo("parallel"));
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 2_000, Duration.ofMinutes(3), () -> {});
+            assertThat(StreamShard.explain(streams))
+                    .allSatisfy((task, decision) -> assertThat(decision).isEqualTo("parallel"));
         }
         assertThat(probe.violation.get()).isNull();
         assertThat(probe.processed.get()).isEqualTo(2_000);
-        assertThat(probe.maxRunning.get()).as("records running at once with 16 workers").isGreaterThanOrEqualTo(8);
-        long outputRecords = Demo.readAll(BOOTSTRAP, output, new org.apache.kafka.common.serialization.StringDeserializer())
+        assertThat(probe.maxRunning.get())
+                .as("records running at once with 16 workers")
+                .isGreaterThanOrEqualTo(8);
+        long outputRecords = Demo.readAll(
+                        BOOTSTRAP, output, new org.apache.kafka.common.serialization.StringDeserializer())
                 .size();
-        assertThat(outputRecords).isEqualTo(expected.counts().values().stream().mapToLong(Long::longValue).sum());
+        assertThat(outputRecords)
+                .isEqualTo(expected.counts().values().stream()
+                        .mapToLong(Long::longValue)
+                        .sum());
     }
 
     @Test
     void windowedAppStaysSerialWithItsReasonAndCountsEverything() throws Exception {
         String suffix = Inputs.suffix("window");
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(EnrichmentApp.INPUT + suffix));
-        OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 500, 50, 1.1,
-                11);
+        OrderProducer.Expected expected =
+                OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 500, 50, 1.1, 11);
         StreamsBuilder b = new StreamsBuilder();
         String output = WindowedCountApp.OUTPUT + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(output));
@@ -125,13 +143,17 @@ class ParallelIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("default.key.serde", Serdes.String().getClass().getName());
         p.put("default.value.serde", Serdes.String().getClass().getName());
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 500, Duration.ofMinutes(2),
-                    () -> { });
-            assertThat(StreamShard.explain(streams)).hasSize(4).allSatisfy((task, decision) ->
-                    assertThat(decision).startsWith("serial: ").contains("window"));
+            Demo.waitForCommitted(
+                    BOOTSTRAP, "it" + suffix, EnrichmentApp.INPUT + suffix, 500, Duration.ofMinutes(2), () -> {});
+            assertThat(StreamShard.explain(streams))
+                    .hasSize(4)
+                    .allSatisfy((task, decision) ->
+                            assertThat(decision).startsWith("serial: ").contains("window"));
         }
         // All records fall into one hour window here (produced within seconds): final count per key.
         Map<String, Long> counts = new java.util.HashMap<>();
@@ -139,6 +161,8 @@ class ParallelIT {
             counts.merge(r.key(), r.value(), Math::max);
         }
         assertThat(counts.values().stream().mapToLong(Long::longValue).sum())
-                .isGreaterThanOrEqualTo(expected.counts().values().stream().mapToLong(Long::longValue).sum());
+                .isGreaterThanOrEqualTo(expected.counts().values().stream()
+                        .mapToLong(Long::longValue)
+                        .sum());
     }
 }

@@ -31,7 +31,9 @@ final class Probe {
      * The processor: checks, then {@code work} (which may sleep), then forwards. {@code label}
      * names the record for {@link #ranOn} (e.g. its phase).
      */
-    ProcessorSupplier<String, String, String, String> supplier(String input, Consumer<Record<String, String>> work,
+    ProcessorSupplier<String, String, String, String> supplier(
+            String input,
+            Consumer<Record<String, String>> work,
             java.util.function.Function<Record<String, String>, String> label) {
         return () -> new Processor<>() {
             private ProcessorContext<String, String> context;
@@ -49,18 +51,22 @@ final class Probe {
                 }
                 maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
                 long seq = Long.parseLong(record.value().split(",")[0]);
-                long last = lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong()).getAndSet(seq);
+                long last = lastSeq.computeIfAbsent(record.key(), k -> new AtomicLong())
+                        .getAndSet(seq);
                 if (seq != last + 1) {
                     violation.compareAndSet(null, "key " + record.key() + ": " + seq + " after " + last);
                 }
                 // The record context is this record's own, on whichever thread runs it.
-                if (context.recordMetadata().isEmpty() || !context.recordMetadata().get().topic().equals(input)) {
+                if (context.recordMetadata().isEmpty()
+                        || !context.recordMetadata().get().topic().equals(input)) {
                     violation.compareAndSet(null, "wrong record metadata");
                 }
                 String thread = Thread.currentThread().getName();
-                String role = thread.startsWith("streamshard-worker-") ? "worker"
+                String role = thread.startsWith("streamshard-worker-")
+                        ? "worker"
                         : thread.contains("-StreamThread-") ? "StreamThread" : "other";
-                ranOn.computeIfAbsent(label.apply(record) + ":" + role, k -> new AtomicLong()).incrementAndGet();
+                ranOn.computeIfAbsent(label.apply(record) + ":" + role, k -> new AtomicLong())
+                        .incrementAndGet();
                 work.accept(record);
                 running.decrementAndGet();
                 held.decrementAndGet();

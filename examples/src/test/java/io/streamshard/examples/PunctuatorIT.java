@@ -48,37 +48,44 @@ class PunctuatorIT {
         // due at almost every punctuation check (records stamped by a fast producer span only a
         // few ms, which left as few as 4 stream-time punctuations in CI on 4.4).
         long base = System.currentTimeMillis() - 10_000;
-        Inputs.produce(BOOTSTRAP, 4_000, i -> new ProducerRecord<>(input, null, base + i, "c" + (i % 300),
-                Integer.toString(i)));
+        Inputs.produce(
+                BOOTSTRAP,
+                4_000,
+                i -> new ProducerRecord<>(input, null, base + i, "c" + (i % 300), Integer.toString(i)));
         Map<String, AtomicInteger> runningByTask = new ConcurrentHashMap<>();
         AtomicInteger punctuations = new AtomicInteger();
         AtomicInteger overlaps = new AtomicInteger();
         AtomicReference<String> firstOverlap = new AtomicReference<>();
         StreamsBuilder b = new StreamsBuilder();
         b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-                .process(() -> new Processor<String, String, Void, Void>() {
-                    private AtomicInteger running;
+                .process(
+                        () -> new Processor<String, String, Void, Void>() {
+                            private AtomicInteger running;
 
-                    @Override
-                    public void init(ProcessorContext<Void, Void> context) {
-                        running = runningByTask.computeIfAbsent(context.taskId().toString(), k -> new AtomicInteger());
-                        context.schedule(Duration.ofMillis(type == PunctuationType.STREAM_TIME ? 2 : 20), type, ts -> {
-                            punctuations.incrementAndGet();
-                            int r = running.get();
-                            if (r != 0) {
-                                overlaps.incrementAndGet();
-                                firstOverlap.compareAndSet(null, r + " records running in " + context.taskId());
+                            @Override
+                            public void init(ProcessorContext<Void, Void> context) {
+                                running = runningByTask.computeIfAbsent(
+                                        context.taskId().toString(), k -> new AtomicInteger());
+                                context.schedule(
+                                        Duration.ofMillis(type == PunctuationType.STREAM_TIME ? 2 : 20), type, ts -> {
+                                            punctuations.incrementAndGet();
+                                            int r = running.get();
+                                            if (r != 0) {
+                                                overlaps.incrementAndGet();
+                                                firstOverlap.compareAndSet(
+                                                        null, r + " records running in " + context.taskId());
+                                            }
+                                        });
                             }
-                        });
-                    }
 
-                    @Override
-                    public void process(Record<String, String> record) {
-                        running.incrementAndGet();
-                        Probe.sleep(4);
-                        running.decrementAndGet();
-                    }
-                }, Named.as("punctuated"));
+                            @Override
+                            public void process(Record<String, String> record) {
+                                running.incrementAndGet();
+                                Probe.sleep(4);
+                                running.decrementAndGet();
+                            }
+                        },
+                        Named.as("punctuated"));
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "16");
         p.put("streamshard.parallel.processors", "punctuated");
@@ -86,14 +93,20 @@ class PunctuatorIT {
         // than handing a whole poll's records to the workers and punctuating once per poll (3.9 and
         // 4.0 reached only 5 stream-time punctuations in CI with the default 1,000).
         p.put("max.poll.records", "50");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 4_000, Duration.ofMinutes(2), () -> { });
-            assertThat(StreamShard.explain(streams)).hasSize(2).allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
+            Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 4_000, Duration.ofMinutes(2), () -> {});
+            assertThat(StreamShard.explain(streams))
+                    .hasSize(2)
+                    .allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
         }
         System.out.printf("%s punctuator: %d punctuations%n", type, punctuations.get());
         assertThat(punctuations.get()).isGreaterThan(5);
-        assertThat(overlaps.get()).as("punctuations that overlapped records: first %s", firstOverlap.get()).isZero();
+        assertThat(overlaps.get())
+                .as("punctuations that overlapped records: first %s", firstOverlap.get())
+                .isZero();
     }
 }

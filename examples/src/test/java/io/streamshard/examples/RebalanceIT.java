@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.List;
 import java.util.Properties;
 import org.apache.kafka.streams.KafkaStreams;
 import org.junit.jupiter.api.Test;
@@ -51,17 +50,20 @@ class RebalanceIT {
         OrderProducer.Expected expected = OrderProducer.produce(BOOTSTRAP, input, RECORDS, 3_000, 0.8, 21);
         try (KafkaStreams a = instance(appId, suffix, protocol)) {
             a.start();
-            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS / 6, Duration.ofMinutes(2), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS / 6, Duration.ofMinutes(2), () -> {});
             try (KafkaStreams b = instance(appId, suffix, protocol)) {
                 b.start();
                 long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-                while (b.metadataForLocalThreads().stream().allMatch(t -> t.activeTasks().isEmpty())) {
-                    assertThat(System.nanoTime()).as("the second instance got tasks").isLessThan(deadline);
+                while (b.metadataForLocalThreads().stream()
+                        .allMatch(t -> t.activeTasks().isEmpty())) {
+                    assertThat(System.nanoTime())
+                            .as("the second instance got tasks")
+                            .isLessThan(deadline);
                     Thread.sleep(100);
                 }
-                Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS / 2, Duration.ofMinutes(2), () -> { });
+                Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS / 2, Duration.ofMinutes(2), () -> {});
             }
-            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, input, RECORDS, Duration.ofMinutes(3), () -> {});
         }
         AtLeastOnceCheck check = AtLeastOnceCheck.of(BOOTSTRAP, EnrichmentApp.ENRICHED + suffix, expected);
         assertThat(check.missing()).as("input records missing from the output").isEmpty();

@@ -57,29 +57,32 @@ class RevivalIT {
         Set<String> threadsAfter = ConcurrentHashMap.newKeySet();
         StreamsBuilder b = new StreamsBuilder();
         b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
-                .processValues(() -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String,
-                        String>() {
-                    private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> ctx;
+                .processValues(
+                        () -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String>() {
+                            private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> ctx;
 
-                    @Override
-                    public void init(org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> c) {
-                        ctx = c;
-                    }
+                            @Override
+                            public void init(
+                                    org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> c) {
+                                ctx = c;
+                            }
 
-                    @Override
-                    public void process(org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
-                        int i = Integer.parseInt(r.value());
-                        LockSupport.parkNanos(Duration.ofMillis(1).toNanos()); // the slow step
-                        if (i == CORRUPT_AT && corrupted.compareAndSet(false, true)) {
-                            TaskId task = ctx.taskId();
-                            throw new TaskCorruptedException(Set.of(task));
-                        }
-                        if (corrupted.get() && i > CORRUPT_AT + 200) {
-                            threadsAfter.add(Thread.currentThread().getName());
-                        }
-                        ctx.forward(r);
-                    }
-                }, org.apache.kafka.streams.kstream.Named.as("slow"))
+                            @Override
+                            public void process(
+                                    org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
+                                int i = Integer.parseInt(r.value());
+                                LockSupport.parkNanos(Duration.ofMillis(1).toNanos()); // the slow step
+                                if (i == CORRUPT_AT && corrupted.compareAndSet(false, true)) {
+                                    TaskId task = ctx.taskId();
+                                    throw new TaskCorruptedException(Set.of(task));
+                                }
+                                if (corrupted.get() && i > CORRUPT_AT + 200) {
+                                    threadsAfter.add(Thread.currentThread().getName());
+                                }
+                                ctx.forward(r);
+                            }
+                        },
+                        org.apache.kafka.streams.kstream.Named.as("slow"))
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .count()
                 .toStream()
@@ -88,15 +91,25 @@ class RevivalIT {
         p.put("streamshard.workers", "16");
         p.put("streamshard.parallel.processors", "slow");
         p.put("streamshard.inline.below.us", "0");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-revive").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-revive").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2),
+            Demo.waitForCommitted(
+                    BOOTSTRAP,
+                    appId,
+                    in,
+                    RECORDS,
+                    Duration.ofMinutes(2),
                     () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
             assertThat(corrupted).as("the task was corrupted once").isTrue();
-            assertThat(StreamShard.explain(streams)).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+            assertThat(StreamShard.explain(streams))
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
         }
-        assertThat(threadsAfter).as("threads that ran records after the revival").isNotEmpty()
+        assertThat(threadsAfter)
+                .as("threads that ran records after the revival")
+                .isNotEmpty()
                 .allSatisfy(t -> assertThat(t).contains("streamshard-worker-"));
 
         Map<String, Long> last = new HashMap<>();
@@ -105,6 +118,7 @@ class RevivalIT {
         }
         // At-least-once: records after the last commit before the corruption may count twice, none less.
         assertThat(last.keySet()).isEqualTo(expected.keySet());
-        expected.forEach((k, n) -> assertThat(last.get(k)).as("final count of %s", k).isGreaterThanOrEqualTo(n));
+        expected.forEach(
+                (k, n) -> assertThat(last.get(k)).as("final count of %s", k).isGreaterThanOrEqualTo(n));
     }
 }

@@ -43,7 +43,9 @@ class SendErrorIT {
         String out = "senderr-out" + suffix;
         String appId = "senderr" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 1, List.of(in, out));
-        Inputs.produce(BOOTSTRAP, RECORDS,
+        Inputs.produce(
+                BOOTSTRAP,
+                RECORDS,
                 i -> new ProducerRecord<>(in, 0, "k" + (i % 40), i == BIG ? "big" : Integer.toString(i)));
 
         StreamsBuilder b = new StreamsBuilder();
@@ -67,21 +69,26 @@ class SendErrorIT {
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> {
                 if (streamshard && streams.state() == KafkaStreams.State.RUNNING) {
-                    assertThat(StreamShard.explain(streams)).allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
+                    assertThat(StreamShard.explain(streams))
+                            .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel"));
                 }
             });
         }
         boolean found = Inputs.causedBy(root, c -> c instanceof RecordTooLargeException);
-        assertThat(found).as("the refused send is in the cause chain of %s", root).isTrue();
+        assertThat(found)
+                .as("the refused send is in the cause chain of %s", root)
+                .isTrue();
 
         Properties ap = new Properties();
         ap.put("bootstrap.servers", BOOTSTRAP);
         try (Admin admin = Admin.create(ap)) {
-            Map<TopicPartition, OffsetAndMetadata> committed =
-                    admin.listConsumerGroupOffsets(appId).partitionsToOffsetAndMetadata().get();
+            Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(appId)
+                    .partitionsToOffsetAndMetadata()
+                    .get();
             OffsetAndMetadata c = committed.get(new TopicPartition(in, 0));
             long offset = c == null ? 0 : c.offset();
-            assertThat(offset).as("committed input offset (the refused record is offset %d)", BIG)
+            assertThat(offset)
+                    .as("committed input offset (the refused record is offset %d)", BIG)
                     .isLessThanOrEqualTo(BIG);
         }
     }

@@ -61,6 +61,7 @@ class SerialRegionProbeIT {
             private long maxTimestamp = Long.MIN_VALUE;
             /** Plain field next to an atomic one: a stale read means no happens-before between two records. */
             private long plainCount;
+
             private final AtomicLong atomicCount = new AtomicLong();
 
             @Override
@@ -92,7 +93,8 @@ class SerialRegionProbeIT {
                     maxTimestamp = Math.max(maxTimestamp, record.timestamp());
                     long streamTime = context.currentStreamTimeMs();
                     if (streamTime < lastStreamTime) {
-                        seen.violations.add("task " + task + ": stream time " + streamTime + " after " + lastStreamTime);
+                        seen.violations.add(
+                                "task " + task + ": stream time " + streamTime + " after " + lastStreamTime);
                     }
                     if (streamTime != maxTimestamp) {
                         seen.violations.add("task " + task + " offset " + md.offset() + ": stream time " + streamTime
@@ -100,7 +102,8 @@ class SerialRegionProbeIT {
                     }
                     lastStreamTime = streamTime;
                     String thread = Thread.currentThread().getName();
-                    String role = thread.startsWith("streamshard-worker-") ? "worker"
+                    String role = thread.startsWith("streamshard-worker-")
+                            ? "worker"
                             : thread.contains("-StreamThread-") ? "StreamThread" : "other:" + thread;
                     seen.ranOn.computeIfAbsent(role, k -> new AtomicLong()).incrementAndGet();
                     seen.records.incrementAndGet();
@@ -131,8 +134,12 @@ class SerialRegionProbeIT {
         String shardOut = "serialprobe-out" + suffix + "-ss";
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(input, stockOut, shardOut));
         // Every 7th record 500 ms older than its neighbours: stream time is not simply the record's timestamp.
-        Feeds.produce(BOOTSTRAP, input, Feeds.Feed.of("serialprobe-in", RECORDS, 200).jitter(i -> i % 7 == 0 ? 500 : 0),
-                Feeds.base(), 4);
+        Feeds.produce(
+                BOOTSTRAP,
+                input,
+                Feeds.Feed.of("serialprobe-in", RECORDS, 200).jitter(i -> i % 7 == 0 ? 500 : 0),
+                Feeds.base(),
+                4);
 
         Probe stockProbe = new Probe();
         Probe shardProbe = new Probe();
@@ -153,38 +160,57 @@ class SerialRegionProbeIT {
         }
         List<Rec> stockRecs = OutputCompare.read(BOOTSTRAP, stockOut, false);
         List<Rec> shardRecs = OutputCompare.read(BOOTSTRAP, shardOut, false);
-        System.out.printf("serial region probe: checker ran on %s (stock %s); probe at most %d at once; explain %s%n",
+        System.out.printf(
+                "serial region probe: checker ran on %s (stock %s); probe at most %d at once; explain %s%n",
                 shardSeen.ranOn, stockSeen.ranOn, shardProbe.maxRunning.get(), shard.explain());
 
         SoftAssertions soft = new SoftAssertions();
         // The checks themselves hold stock.
-        soft.assertThat(List.copyOf(stockSeen.violations.list)).as("stock: serial checker violations").isEmpty();
+        soft.assertThat(List.copyOf(stockSeen.violations.list))
+                .as("stock: serial checker violations")
+                .isEmpty();
         soft.assertThat(stockProbe.violation.get()).as("stock: probe violation").isNull();
-        soft.assertThat(stockSeen.records.get()).as("stock: records through the checker").isEqualTo(RECORDS);
+        soft.assertThat(stockSeen.records.get())
+                .as("stock: records through the checker")
+                .isEqualTo(RECORDS);
         // streamshard: the serial region one at a time, in dequeue order, stock stream time.
-        soft.assertThat(List.copyOf(shardSeen.violations.list)).as("streamshard: serial checker violations").isEmpty();
-        soft.assertThat(shardProbe.violation.get()).as("streamshard: probe (key on two threads or out of order)")
+        soft.assertThat(List.copyOf(shardSeen.violations.list))
+                .as("streamshard: serial checker violations")
+                .isEmpty();
+        soft.assertThat(shardProbe.violation.get())
+                .as("streamshard: probe (key on two threads or out of order)")
                 .isNull();
-        soft.assertThat(shardSeen.records.get()).as("streamshard: records through the checker").isEqualTo(RECORDS);
+        soft.assertThat(shardSeen.records.get())
+                .as("streamshard: records through the checker")
+                .isEqualTo(RECORDS);
         soft.assertThat(shardSeen.ran("worker") + shardSeen.ran("StreamThread"))
                 .as("streamshard: checker ran on workers or the StreamThread only: %s", shardSeen.ranOn)
                 .isEqualTo(RECORDS);
-        soft.assertThat(OutputCompare.compare(Mode.EXACT, stockRecs, shardRecs)).as("checker output vs stock").isEmpty();
+        soft.assertThat(OutputCompare.compare(Mode.EXACT, stockRecs, shardRecs))
+                .as("checker output vs stock")
+                .isEmpty();
         soft.assertThat(shard.active()).as("streamshard active").isTrue();
         // The probe above the serial region runs parallel.
-        soft.assertThat(shardProbe.maxRunning.get()).as("probe records running at once (parallel region)")
+        soft.assertThat(shardProbe.maxRunning.get())
+                .as("probe records running at once (parallel region)")
                 .isGreaterThanOrEqualTo(2);
         soft.assertThat(shard.explainNodesMissing()).as("explainNodes").isNull();
         if (shard.explainNodes() != null) {
             soft.assertThat(shard.explainNodes()).as("explainNodes").hasSize(4).allSatisfy((task, nodes) -> {
                 soft.assertThat(nodes.get("probe")).as("task %s probe", task).isEqualTo(Explain.PARALLEL);
-                soft.assertThat(nodes.get("serial-check")).as("task %s serial-check", task)
+                soft.assertThat(nodes.get("serial-check"))
+                        .as("task %s serial-check", task)
                         .startsWith(Explain.SERIAL_REGION);
-                soft.assertThat(nodes.get("probe-sink")).as("task %s probe-sink", task).startsWith(Explain.SERIAL_REGION);
+                soft.assertThat(nodes.get("probe-sink"))
+                        .as("task %s probe-sink", task)
+                        .startsWith(Explain.SERIAL_REGION);
             });
         }
-        soft.assertThat(shard.explain()).as("explain").hasSize(4).allSatisfy((task, d) ->
-                soft.assertThat(d).as("task %s", task).isEqualTo(Explain.MIXED + "serial-check"));
+        soft.assertThat(shard.explain())
+                .as("explain")
+                .hasSize(4)
+                .allSatisfy(
+                        (task, d) -> soft.assertThat(d).as("task %s", task).isEqualTo(Explain.MIXED + "serial-check"));
         soft.assertAll();
     }
 }

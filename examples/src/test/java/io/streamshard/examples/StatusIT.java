@@ -68,11 +68,14 @@ class StatusIT {
         p.put("state.dir", Files.createTempDirectory("streamshard-status").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             String addr = StreamShard.statusAddress(streams);
-            assertThat(addr).as("the listener's address").startsWith("127.0.0.1:").doesNotEndWith(":0");
+            assertThat(addr)
+                    .as("the listener's address")
+                    .startsWith("127.0.0.1:")
+                    .doesNotEndWith(":0");
             List<String> states = Collections.synchronizedList(new ArrayList<>());
             long t0 = System.nanoTime();
-            streams.setStateListener((now, before) -> states.add(String.format("+%d ms %s->%s",
-                    (System.nanoTime() - t0) / 1_000_000, before, now)));
+            streams.setStateListener((now, before) ->
+                    states.add(String.format("+%d ms %s->%s", (System.nanoTime() - t0) / 1_000_000, before, now)));
             streams.start();
 
             produce(a, w, s, 0);
@@ -85,20 +88,35 @@ class StatusIT {
             // Committed offsets advance between the batches, per partition.
             assertThat(committedSum(first, a)).isEqualTo(BATCH);
             assertThat(committedSum(second, a)).isEqualTo(2 * BATCH);
-            assertThat(committedSum(second, s)).as("a stock task's committed offsets too").isEqualTo(2 * BATCH);
+            assertThat(committedSum(second, s))
+                    .as("a stock task's committed offsets too")
+                    .isEqualTo(2 * BATCH);
             checkSnapshot(second, appId, a, w, s);
             checkRefusals(addr, states);
 
             // The gRPC service, through the command-line client: the same tasks and modes.
             JsonNode grpc = JSON.readTree(cli(addr, "--json"));
             assertThat(modes(grpc)).isEqualTo(modes(second));
-            assertThat(grpc.at("/instance/client_id").asText()).isEqualTo(second.at("/instance/client_id").asText());
+            assertThat(grpc.at("/instance/client_id").asText())
+                    .isEqualTo(second.at("/instance/client_id").asText());
             assertThat(committedSum(grpc, a)).isEqualTo(2 * BATCH);
             String table = cli(addr);
-            assertThat(table).contains("TASK", "0_0", "1_1", "2_0", "split", "parallel", "stock",
-                    "sub-topology 1:", "serial region");
+            assertThat(table)
+                    .contains(
+                            "TASK",
+                            "0_0",
+                            "1_1",
+                            "2_0",
+                            "split",
+                            "parallel",
+                            "stock",
+                            "sub-topology 1:",
+                            "serial region");
             List<String> watched = watch(addr, 2);
-            assertThat(watched).hasSize(2).allSatisfy(l -> assertThat(JSON.readTree(l).at("/tasks").size()).isEqualTo(6));
+            assertThat(watched)
+                    .hasSize(2)
+                    .allSatisfy(l ->
+                            assertThat(JSON.readTree(l).at("/tasks").size()).isEqualTo(6));
 
             // The page, rendered by a real browser against the running app.
             Thread feed = new Thread(() -> {
@@ -121,13 +139,19 @@ class StatusIT {
     @Test
     void aBusyPortIsOneWarningAndAnOpenAddressNeedsConsent() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream("sst-unused", Consumed.with(Serdes.String(), Serdes.String())).mapValues(v -> v).to("sst-unused-out");
+        b.stream("sst-unused", Consumed.with(Serdes.String(), Serdes.String()))
+                .mapValues(v -> v)
+                .to("sst-unused-out");
         try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + Inputs.suffix("status-busy"));
             p.put("streamshard.status.listener", "127.0.0.1:" + taken.getLocalPort());
-            p.put("state.dir", Files.createTempDirectory("streamshard-status-busy").toString());
+            p.put(
+                    "state.dir",
+                    Files.createTempDirectory("streamshard-status-busy").toString());
             try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
-                assertThat(StreamShard.active(streams)).as("the app runs with streamshard all the same").isTrue();
+                assertThat(StreamShard.active(streams))
+                        .as("the app runs with streamshard all the same")
+                        .isTrue();
                 assertThat(StreamShard.statusAddress(streams)).isNull();
             }
         }
@@ -143,12 +167,19 @@ class StatusIT {
     static void checkRefusals(String addr, List<String> states) throws Exception {
         HttpClient http = HttpClient.newHttpClient();
         for (String method : List.of("POST", "PUT", "DELETE")) {
-            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://" + addr + "/api/status"))
-                    .method(method, HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = http.send(
+                    HttpRequest.newBuilder(URI.create("http://" + addr + "/api/status"))
+                            .method(method, HttpRequest.BodyPublishers.ofString("{}"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).as(method).isEqualTo(405);
         }
-        assertThat(http.send(HttpRequest.newBuilder(URI.create("http://" + addr + "/config")).build(),
-                HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(404);
+        assertThat(http.send(
+                                HttpRequest.newBuilder(URI.create("http://" + addr + "/config"))
+                                        .build(),
+                                HttpResponse.BodyHandlers.ofString())
+                        .statusCode())
+                .isEqualTo(404);
         String[] hp = addr.split(":");
         try (java.net.Socket raw = new java.net.Socket(hp[0], Integer.parseInt(hp[1]))) {
             raw.getOutputStream().write(new byte[] {(byte) 0xff, 0, 1, 2, '\r', '\n', '\r', '\n'});
@@ -179,8 +210,8 @@ class StatusIT {
             }
             Thread.sleep(100);
         } while (System.nanoTime() < deadline);
-        throw new AssertionError("the status never showed RUNNING; last: " + last.at("/instance/state").asText()
-                + "; state changes: " + states);
+        throw new AssertionError("the status never showed RUNNING; last: "
+                + last.at("/instance/state").asText() + "; state changes: " + states);
     }
 
     /** While records flow (fed here, 200 at a time), the rate gauges in the Kafka Streams registry read above zero. */
@@ -189,14 +220,16 @@ class StatusIT {
         double bestTask = 0;
         for (int i = 0; i < 20 && (best == 0 || bestTask == 0); i++) {
             int from = 100_000 + i * 200;
-            Inputs.produce(BOOTSTRAP, 200, n -> new ProducerRecord<>(topic, "k" + (n % 40), Integer.toString(from + n)));
+            Inputs.produce(
+                    BOOTSTRAP, 200, n -> new ProducerRecord<>(topic, "k" + (n % 40), Integer.toString(from + n)));
             Thread.sleep(300);
-            for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> e
-                    : streams.metrics().entrySet()) {
+            for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> e :
+                    streams.metrics().entrySet()) {
                 org.apache.kafka.common.MetricName m = e.getKey();
                 if (m.group().equals("streamshard-metrics") && m.name().equals("handoffs-rate")) {
                     best = Math.max(best, (Double) e.getValue().metricValue());
-                } else if (m.group().equals("streamshard-task-metrics") && m.name().equals("completed-rate")) {
+                } else if (m.group().equals("streamshard-task-metrics")
+                        && m.name().equals("completed-rate")) {
                     bestTask = Math.max(bestTask, (Double) e.getValue().metricValue());
                 }
             }
@@ -208,7 +241,9 @@ class StatusIT {
     private static void produce(String a, String w, String s, int from) {
         try {
             for (String t : List.of(a, w, s)) {
-                Inputs.produce(BOOTSTRAP, BATCH,
+                Inputs.produce(
+                        BOOTSTRAP,
+                        BATCH,
                         i -> new ProducerRecord<>(t, "k" + ((from + i) % 40), Integer.toString(from + i)));
             }
         } catch (Exception e) {
@@ -218,14 +253,17 @@ class StatusIT {
 
     private static void waitCommitted(String appId, List<String> topics, long records) throws Exception {
         for (String t : topics) {
-            Demo.waitForCommitted(BOOTSTRAP, appId, t, records, Duration.ofMinutes(2), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, t, records, Duration.ofMinutes(2), () -> {});
         }
     }
 
     static JsonNode status(String addr) throws Exception {
-        HttpResponse<String> r = HttpClient.newHttpClient().send(
-                HttpRequest.newBuilder(URI.create("http://" + addr + "/api/status")).timeout(Duration.ofSeconds(10)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create("http://" + addr + "/api/status"))
+                                .timeout(Duration.ofSeconds(10))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.headers().firstValue("content-type").orElse("")).startsWith("application/json");
         return JSON.readTree(r.body());
@@ -272,7 +310,8 @@ class StatusIT {
 
     private static Map<String, String> modes(JsonNode snap) {
         Map<String, String> out = new HashMap<>();
-        snap.at("/tasks").forEach(t -> out.put(t.at("/id").asText(), t.at("/mode").asText()));
+        snap.at("/tasks")
+                .forEach(t -> out.put(t.at("/id").asText(), t.at("/mode").asText()));
         return out;
     }
 
@@ -283,31 +322,53 @@ class StatusIT {
         assertThat(snap.at("/instance/kafka_streams_version").asText()).isNotBlank();
         List<String> keys = new ArrayList<>();
         snap.at("/instance/config").fieldNames().forEachRemaining(keys::add);
-        assertThat(keys).as("only streamshard.* settings are shown").isNotEmpty()
+        assertThat(keys)
+                .as("only streamshard.* settings are shown")
+                .isNotEmpty()
                 .allSatisfy(k -> assertThat(k).startsWith("streamshard."))
                 .contains("streamshard.workers", "streamshard.status.listener");
-        assertThat(snap.at("/instance/config_source/streamshard.workers").asText()).as("where the setting came from")
+        assertThat(snap.at("/instance/config_source/streamshard.workers").asText())
+                .as("where the setting came from")
                 .isEqualTo("application");
-        assertThat(snap.toString()).as("no other setting leaks").doesNotContain(BOOTSTRAP).doesNotContain("state.dir");
+        assertThat(snap.toString())
+                .as("no other setting leaks")
+                .doesNotContain(BOOTSTRAP)
+                .doesNotContain("state.dir");
         assertThat(snap.at("/threads").size()).isEqualTo(2);
 
-        assertThat(modes(snap)).isEqualTo(Map.of("0_0", "parallel", "0_1", "parallel", "1_0", "split", "1_1", "split",
-                "2_0", "stock", "2_1", "stock"));
+        assertThat(modes(snap))
+                .isEqualTo(Map.of(
+                        "0_0",
+                        "parallel",
+                        "0_1",
+                        "parallel",
+                        "1_0",
+                        "split",
+                        "1_1",
+                        "split",
+                        "2_0",
+                        "stock",
+                        "2_1",
+                        "stock"));
         Map<Integer, Map<String, String>> regions = new HashMap<>();
         for (JsonNode st : snap.at("/subtopologies")) {
             Map<String, String> r = new HashMap<>();
-            st.at("/nodes").forEach(n -> r.put(n.at("/name").asText(), n.at("/region").asText()));
+            st.at("/nodes")
+                    .forEach(n -> r.put(n.at("/name").asText(), n.at("/region").asText()));
             regions.put(st.at("/id").asInt(), r);
         }
         assertThat(regions.get(0).values()).containsOnly("parallel");
         assertThat(regions.get(1).values()).contains("parallel", "serial");
-        assertThat(regions.get(1).entrySet()).filteredOn(e -> e.getValue().equals("serial"))
+        assertThat(regions.get(1).entrySet())
+                .filteredOn(e -> e.getValue().equals("serial"))
                 .anySatisfy(e -> assertThat(e.getKey()).contains("AGGREGATE"));
         assertThat(regions.get(2).values()).containsOnly("stock");
         for (JsonNode st : snap.at("/subtopologies")) {
             for (JsonNode n : st.at("/nodes")) {
                 if (!n.at("/region").asText().equals("parallel")) {
-                    assertThat(n.at("/reason").asText()).as("why %s is not parallel", n.at("/name")).isNotBlank();
+                    assertThat(n.at("/reason").asText())
+                            .as("why %s is not parallel", n.at("/name"))
+                            .isNotBlank();
                 }
             }
         }
@@ -317,13 +378,17 @@ class StatusIT {
         for (JsonNode t : snap.at("/tasks")) {
             String id = t.at("/id").asText();
             if (id.startsWith("2_")) {
-                assertThat(t.get("metrics").isNull()).as("a stock task has no scheduler metrics").isTrue();
+                assertThat(t.get("metrics").isNull())
+                        .as("a stock task has no scheduler metrics")
+                        .isTrue();
                 continue;
             }
             JsonNode m = t.at("/metrics");
             assertThat(m.at("/failed_total").asLong()).isZero();
             assertThat(m.at("/in_flight").asLong()).isZero();
-            assertThat(m.at("/drain_total").asLong()).as("commits drained %s", id).isPositive();
+            assertThat(m.at("/drain_total").asLong())
+                    .as("commits drained %s", id)
+                    .isPositive();
             assertThat(m.at("/run_time_avg_ns").asDouble()).as("the 1 ms step").isGreaterThan(500_000);
             if (id.startsWith("0_")) {
                 done0 += m.at("/completed_total").asLong();
@@ -332,10 +397,16 @@ class StatusIT {
             }
             for (JsonNode part : t.at("/partitions")) {
                 long committed = part.at("/committed").asLong();
-                assertThat(part.at("/submitted").asLong()).isEqualTo(part.at("/finished").asLong()).isEqualTo(committed);
-                assertThat(part.get("lowest_unfinished").isNull()).as("nothing unfinished").isTrue();
+                assertThat(part.at("/submitted").asLong())
+                        .isEqualTo(part.at("/finished").asLong())
+                        .isEqualTo(committed);
+                assertThat(part.get("lowest_unfinished").isNull())
+                        .as("nothing unfinished")
+                        .isTrue();
                 assertThat(part.at("/last_submitted").asLong()).isEqualTo(committed - 1);
-                assertThat(part.at("/index").isMissingNode()).as("the index stays inside").isTrue();
+                assertThat(part.at("/index").isMissingNode())
+                        .as("the index stays inside")
+                        .isTrue();
             }
         }
         assertThat(done0).as("records the parallel tasks finished").isEqualTo(2 * BATCH);
@@ -358,10 +429,12 @@ class StatusIT {
 
     /** {@code n} snapshots from {@code --watch 0.2 --json} (WatchStatus), one JSON per line. */
     private static List<String> watch(String addr, int n) throws Exception {
-        Process proc = new ProcessBuilder(System.getProperty("streamshard.status.cli"), addr, "--watch", "0.2", "--json")
+        Process proc = new ProcessBuilder(
+                        System.getProperty("streamshard.status.cli"), addr, "--watch", "0.2", "--json")
                 .start();
         List<String> lines = new ArrayList<>();
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader r =
+                new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))) {
             for (String l; lines.size() < n && (l = r.readLine()) != null; ) {
                 lines.add(l);
             }
@@ -375,16 +448,27 @@ class StatusIT {
     static final String CHROMIUM = System.getProperty("streamshard.it.chromium", "/usr/bin/chromium");
 
     static List<String> chromium(Path profile, String... args) {
-        List<String> cmd = new ArrayList<>(List.of(CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--user-data-dir=" + profile, "--window-size=1400,1000",
+        List<String> cmd = new ArrayList<>(List.of(
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--user-data-dir=" + profile,
+                "--window-size=1400,1000",
                 "--virtual-time-budget=4000"));
         cmd.addAll(List.of(args));
         return cmd;
     }
 
     private static String run(List<String> cmd) throws Exception {
-        Process proc = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Process proc = new ProcessBuilder(cmd)
+                .redirectError(ProcessBuilder.Redirect.DISCARD)
+                .start();
         String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(proc.waitFor(60, TimeUnit.SECONDS)).as("chromium finished").isTrue();
         return out;
@@ -392,15 +476,23 @@ class StatusIT {
 
     /** Loads the page in headless Chromium: the DOM names every task, region and partition; a screenshot is kept. */
     private static void checkPage(String addr) throws Exception {
-        assertThat(Path.of(CHROMIUM)).as("Chromium (Debian package chromium; .ci/run installs it)").exists();
+        assertThat(Path.of(CHROMIUM))
+                .as("Chromium (Debian package chromium; .ci/run installs it)")
+                .exists();
         String url = "http://" + addr + "/";
         String dom = run(chromium(Files.createTempDirectory("chromium"), "--dump-dom", url));
         assertThat(dom).contains("<title>streamshard");
         for (String task : List.of("0_0", "0_1", "1_0", "1_1", "2_0", "2_1")) {
             assertThat(dom).contains("data-task=\"" + task + "\"");
         }
-        assertThat(dom).contains("data-region=\"parallel\"", "data-region=\"serial\"", "data-region=\"stock\"",
-                "data-mode=\"split\"", "data-mode=\"stock\"", "data-partition=\"");
+        assertThat(dom)
+                .contains(
+                        "data-region=\"parallel\"",
+                        "data-region=\"serial\"",
+                        "data-region=\"stock\"",
+                        "data-mode=\"split\"",
+                        "data-mode=\"stock\"",
+                        "data-partition=\"");
         assertThat(dom).containsPattern("data-node=\"KSTREAM-AGGREGATE-\\d+\"[^>]*data-region=\"serial\"");
         assertThat(dom).contains("id=\"taken-at\"");
         assertThat(dom).containsPattern("<pre[^>]*id=\"errors\"[^>]*>\\s*</pre>");

@@ -38,17 +38,24 @@ class StockMetricsIT {
         Map<String, Double> shard = run(in, suffix, "ss", true);
         System.out.printf("metrics: stock %s%nmetrics: streamshard %s%n", stock, shard);
         assertThat(stock).containsKey("process-latency-avg");
-        assertThat(shard).as("streamshard's task and source-node latency metrics (NaN ones left out)")
-                .containsKeys("process-latency-avg", "process-latency-max", "record-e2e-latency-avg",
+        assertThat(shard)
+                .as("streamshard's task and source-node latency metrics (NaN ones left out)")
+                .containsKeys(
+                        "process-latency-avg",
+                        "process-latency-max",
+                        "record-e2e-latency-avg",
                         "record-e2e-latency-max");
         double stockProcess = stock.get("process-latency-avg");
         double shardProcess = shard.get("process-latency-avg");
         assertThat(stockProcess).as("stock process-latency-avg").isGreaterThan(0);
         // The slow step dominates both: the same quantity on the same scale.
-        assertThat(shardProcess).as("streamshard process-latency-avg vs stock %s", stockProcess)
+        assertThat(shardProcess)
+                .as("streamshard process-latency-avg vs stock %s", stockProcess)
                 .isBetween(stockProcess * 0.5, stockProcess * 3);
         assertThat(shard.get("process-latency-max")).isGreaterThan(0);
-        assertThat(shard.get("record-e2e-latency-avg")).as("source node e2e latency").isGreaterThan(0);
+        assertThat(shard.get("record-e2e-latency-avg"))
+                .as("source node e2e latency")
+                .isGreaterThan(0);
         assertThat(shard.get("record-e2e-latency-max")).isGreaterThanOrEqualTo(shard.get("record-e2e-latency-avg"));
     }
 
@@ -68,19 +75,24 @@ class StockMetricsIT {
         p.put("streamshard.enabled", Boolean.toString(streamshard));
         p.put("streamshard.workers", "16");
         p.put("streamshard.inline.below.us", "0");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-metrics").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-metrics").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2), () -> {});
             if (streamshard) {
-                assertThat(StreamShard.explain(streams)).allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
+                assertThat(StreamShard.explain(streams))
+                        .allSatisfy((t, d) -> assertThat(d).isEqualTo("parallel"));
             }
             Map<String, Double> out = new TreeMap<>();
             Map<String, Integer> n = new TreeMap<>();
             for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
                 MetricName m = e.getKey();
-                boolean task = m.group().equals("stream-task-metrics") && m.name().startsWith("process-latency-");
-                boolean e2e = m.group().equals("stream-processor-node-metrics") && m.name().startsWith("record-e2e-latency-")
+                boolean task =
+                        m.group().equals("stream-task-metrics") && m.name().startsWith("process-latency-");
+                boolean e2e = m.group().equals("stream-processor-node-metrics")
+                        && m.name().startsWith("record-e2e-latency-")
                         && m.tags().getOrDefault("processor-node-id", "").startsWith("KSTREAM-SOURCE");
                 Object v = e.getValue().metricValue();
                 if ((task || e2e) && v instanceof Double && !((Double) v).isNaN()) {

@@ -16,10 +16,14 @@ class StockSettingsIT {
 
     private static String create(String... settings) throws Exception {
         List<String> cmd = new java.util.ArrayList<>(List.of(
-                java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java")
+                        .toString(),
                 "-javaagent:" + System.getProperty("streamshard.agent.jar"),
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
-                "-cp", System.getProperty("java.class.path"), CreateOnlyMain.class.getName()));
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
+                "-cp",
+                System.getProperty("java.class.path"),
+                CreateOnlyMain.class.getName()));
         cmd.addAll(List.of(settings));
         return AgentStartIT.run(cmd);
     }
@@ -28,7 +32,8 @@ class StockSettingsIT {
     void eosAlphaOf3xRunsStock() throws Exception {
         Assumptions.assumeTrue(StreamsProtocol.version().startsWith("3."), "exactly_once exists in 3.x only");
         String out = create("processing.guarantee=exactly_once");
-        assertThat(out).contains("streamshard active: false")
+        assertThat(out)
+                .contains("streamshard active: false")
                 .contains("processing.guarantee=exactly_once (the deprecated per-task producers of 3.x)")
                 .contains("runs stock");
         assertThat(create("processing.guarantee=exactly_once_v2")).contains("streamshard active: true");
@@ -38,8 +43,10 @@ class StockSettingsIT {
     void transactionalStateStoresOf44RunStock() throws Exception {
         Assumptions.assumeTrue(StreamsProtocol.version().compareTo("4.4") >= 0, "KIP-892 stores exist from 4.4");
         String out = create("enable.transactional.statestores=true");
-        assertThat(out).contains("streamshard active: false")
-                .contains("enable.transactional.statestores=true (KIP-892 transaction buffers)").contains("runs stock");
+        assertThat(out)
+                .contains("streamshard active: false")
+                .contains("enable.transactional.statestores=true (KIP-892 transaction buffers)")
+                .contains("runs stock");
         assertThat(create("enable.transactional.statestores=false")).contains("streamshard active: true");
     }
 }

@@ -70,11 +70,13 @@ class StreamShardMetricsIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, appId);
         p.put("streamshard.workers", "8");
         p.put("streamshard.inline.below.us", "0");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("streamshard-ssmetrics").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("streamshard-ssmetrics").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
-            Demo.waitForCommitted(BOOTSTRAP, appId, a, RECORDS, Duration.ofMinutes(2), () -> { });
-            Demo.waitForCommitted(BOOTSTRAP, appId, w, RECORDS, Duration.ofMinutes(2), () -> { });
+            Demo.waitForCommitted(BOOTSTRAP, appId, a, RECORDS, Duration.ofMinutes(2), () -> {});
+            Demo.waitForCommitted(BOOTSTRAP, appId, w, RECORDS, Duration.ofMinutes(2), () -> {});
 
             Map<String, Map<String, Object>> tasks = new HashMap<>();
             Map<String, Object> instance = new HashMap<>();
@@ -94,19 +96,39 @@ class StreamShardMetricsIT {
             double completed1 = 0;
             for (Map.Entry<String, Map<String, Object>> t : tasks.entrySet()) {
                 Map<String, Object> m = t.getValue();
-                assertThat(m).containsKeys("mode", "queued", "in-flight", "handoffs-total", "completed-total",
-                        "completed-rate",
-                        "failed-total", "active-keys", "deepest-key-queue", "serial-backlog", "drain-total",
-                        "drain-time-avg-ns", "drain-time-max-ns", "wait-time-avg-ns", "wait-time-max-ns",
-                        "run-time-avg-ns", "run-time-max-ns");
+                assertThat(m)
+                        .containsKeys(
+                                "mode",
+                                "queued",
+                                "in-flight",
+                                "handoffs-total",
+                                "completed-total",
+                                "completed-rate",
+                                "failed-total",
+                                "active-keys",
+                                "deepest-key-queue",
+                                "serial-backlog",
+                                "drain-total",
+                                "drain-time-avg-ns",
+                                "drain-time-max-ns",
+                                "wait-time-avg-ns",
+                                "wait-time-max-ns",
+                                "run-time-avg-ns",
+                                "run-time-max-ns");
                 // Each task's own sampled run time: the 1 ms slow step (every 8th record is timed).
-                assertThat((Double) m.get("run-time-avg-ns")).as("run time of %s", t.getKey()).isGreaterThan(500_000);
+                assertThat((Double) m.get("run-time-avg-ns"))
+                        .as("run time of %s", t.getKey())
+                        .isGreaterThan(500_000);
                 assertThat((Double) m.get("run-time-max-ns")).isGreaterThanOrEqualTo((Double) m.get("run-time-avg-ns"));
                 assertThat((Double) m.get("wait-time-max-ns")).isGreaterThanOrEqualTo(0);
                 assertThat(m.get("mode")).as(t.getKey()).isEqualTo(t.getKey().startsWith("0_") ? "parallel" : "split");
                 assertThat((Double) m.get("failed-total")).isZero();
-                assertThat((Double) m.get("in-flight")).as("nothing runs once all is committed").isZero();
-                assertThat((Double) m.get("drain-total")).as("commits drained %s", t.getKey()).isPositive();
+                assertThat((Double) m.get("in-flight"))
+                        .as("nothing runs once all is committed")
+                        .isZero();
+                assertThat((Double) m.get("drain-total"))
+                        .as("commits drained %s", t.getKey())
+                        .isPositive();
                 assertThat((Double) m.get("deepest-key-queue")).isGreaterThanOrEqualTo(1);
                 if (t.getKey().startsWith("0_")) {
                     completed0 += (Double) m.get("completed-total");
@@ -119,25 +141,31 @@ class StreamShardMetricsIT {
             assertThat((Double) instance.get("workers")).isEqualTo(8.0);
             assertThat((Double) instance.get("handoffs-total")).isEqualTo(2.0 * RECORDS);
             assertThat((Double) instance.get("completed-total")).isEqualTo(2.0 * RECORDS);
-            assertThat((Double) instance.get("run-time-avg-ns")).as("sampled run time").isGreaterThan(500_000);
+            assertThat((Double) instance.get("run-time-avg-ns"))
+                    .as("sampled run time")
+                    .isGreaterThan(500_000);
             assertThat((Double) instance.get("run-time-max-ns")).isGreaterThan(500_000);
             assertThat((Double) instance.get("wait-time-avg-ns")).isGreaterThanOrEqualTo(0);
 
             // The same on JMX, where Kafka Streams' own reporter puts its registry.
             MBeanServer jmx = ManagementFactory.getPlatformMBeanServer();
-            Set<ObjectName> names = jmx.queryNames(new ObjectName("kafka.streams:type=streamshard-task-metrics,*"),
-                    null);
+            Set<ObjectName> names =
+                    jmx.queryNames(new ObjectName("kafka.streams:type=streamshard-task-metrics,*"), null);
             assertThat(names).hasSize(4);
-            ObjectName one = names.stream().filter(n -> "0_0".equals(n.getKeyProperty("task-id"))).findFirst()
+            ObjectName one = names.stream()
+                    .filter(n -> "0_0".equals(n.getKeyProperty("task-id")))
+                    .findFirst()
                     .orElseThrow();
             assertThat(jmx.getAttribute(one, "mode")).isEqualTo("parallel");
             assertThat((Double) jmx.getAttribute(one, "completed-total")).isPositive();
             Set<ObjectName> inst = jmx.queryNames(new ObjectName("kafka.streams:type=streamshard-metrics,*"), null);
             assertThat(inst).hasSize(1);
-            assertThat((Double) jmx.getAttribute(inst.iterator().next(), "handoffs-total")).isEqualTo(2.0 * RECORDS);
+            assertThat((Double) jmx.getAttribute(inst.iterator().next(), "handoffs-total"))
+                    .isEqualTo(2.0 * RECORDS);
         }
         // Closed: the instance's metrics are gone with it.
-        assertThat(ManagementFactory.getPlatformMBeanServer().queryNames(
-                new ObjectName("kafka.streams:type=streamshard-task-metrics,*"), null)).isEmpty();
+        assertThat(ManagementFactory.getPlatformMBeanServer()
+                        .queryNames(new ObjectName("kafka.streams:type=streamshard-task-metrics,*"), null))
+                .isEmpty();
     }
 }

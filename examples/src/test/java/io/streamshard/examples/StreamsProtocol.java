@@ -10,8 +10,8 @@ final class StreamsProtocol {
     private StreamsProtocol() {}
 
     static String version() {
-        try (InputStream in = StreamsProtocol.class.getClassLoader()
-                .getResourceAsStream("kafka/kafka-streams-version.properties")) {
+        try (InputStream in =
+                StreamsProtocol.class.getClassLoader().getResourceAsStream("kafka/kafka-streams-version.properties")) {
             Properties p = new Properties();
             p.load(in);
             return p.getProperty("version").trim();
@@ -28,7 +28,7 @@ final class StreamsProtocol {
     }
 
     static void assumeSupported() {
-        Assumptions.assumeTrue(supported(), "group.protocol=streams is supported from Kafka Streams 4.2; this is "
-                + version());
+        Assumptions.assumeTrue(
+                supported(), "group.protocol=streams is supported from Kafka Streams 4.2; this is " + version());
     }
 }

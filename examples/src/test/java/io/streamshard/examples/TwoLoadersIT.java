@@ -22,20 +22,39 @@ class TwoLoadersIT {
     void twoApplicationsInTwoClassLoadersEachRunWithStreamshard() throws Exception {
         String jars = Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
                 .filter(e -> e.contains("kafka-streams-") || e.contains("kafka-clients-") || e.contains("slf4j-"))
-                .filter(e -> !e.contains("test-utils")).collect(Collectors.joining(File.pathSeparator));
+                .filter(e -> !e.contains("test-utils"))
+                .collect(Collectors.joining(File.pathSeparator));
         assertThat(jars).contains("kafka-streams-").contains("kafka-clients-");
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process p = new ProcessBuilder(List.of(java.toString(), "-javaagent:" + System.getProperty("streamshard.agent.jar"),
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
-                "-cp", Path.of(TwoLoadersMain.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-                        .toString(), TwoLoadersMain.class.getName(), jars)).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(List.of(
+                        java.toString(),
+                        "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                        "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
+                        "-cp",
+                        Path.of(TwoLoadersMain.class
+                                        .getProtectionDomain()
+                                        .getCodeSource()
+                                        .getLocation()
+                                        .toURI())
+                                .toString(),
+                        TwoLoadersMain.class.getName(),
+                        jars))
+                .redirectErrorStream(true)
+                .start();
         assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out).contains("app 0: active=true api-in-own-loader=true scheduler-shared=true")
+        assertThat(out)
+                .contains("app 0: active=true api-in-own-loader=true scheduler-shared=true")
                 .contains("app 1: active=true api-in-own-loader=true scheduler-shared=true")
-                .contains("two loaders done").doesNotContain("cannot instrument").doesNotContain("Exception");
-        assertThat(out.lines().filter(l -> l.contains("agent installed on Kafka Streams")).count())
-                .as("checked once per loader: %s", out).isEqualTo(2);
+                .contains("two loaders done")
+                .doesNotContain("cannot instrument")
+                .doesNotContain("Exception");
+        assertThat(out.lines()
+                        .filter(l -> l.contains("agent installed on Kafka Streams"))
+                        .count())
+                .as("checked once per loader: %s", out)
+                .isEqualTo(2);
     }
 }

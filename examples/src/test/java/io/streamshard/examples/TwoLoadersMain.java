@@ -37,8 +37,8 @@ public final class TwoLoadersMain {
             boolean active = (Boolean) api.getMethod("active", ks).invoke(null, streams[n]);
             Class<?> scheduler = Class.forName("io.streamshard.scheduler.NativeScheduler", false, loaders[n]);
             // The JNI class is the agent's one copy (bootstrap path), the same for both applications.
-            Class<?> theOne = Class.forName("io.streamshard.scheduler.NativeScheduler", false,
-                    ClassLoader.getSystemClassLoader());
+            Class<?> theOne = Class.forName(
+                    "io.streamshard.scheduler.NativeScheduler", false, ClassLoader.getSystemClassLoader());
             System.out.println("app " + n + ": active=" + active + " api-in-own-loader="
                     + (api.getClassLoader() == loaders[n]) + " scheduler-shared=" + (scheduler == theOne));
         }
@@ -54,8 +54,8 @@ public final class TwoLoadersMain {
         Object builder = builderType.getConstructor().newInstance();
         Object stream = builderType.getMethod("stream", String.class).invoke(builder, appId + "-in");
         Class<?> mapperType = Class.forName("org.apache.kafka.streams.kstream.ValueMapper", true, l);
-        Object mapper = Proxy.newProxyInstance(l, new Class<?>[] {mapperType}, (p, m, a) ->
-                m.getName().equals("apply") ? a[0] : m.invoke(p, a));
+        Object mapper = Proxy.newProxyInstance(
+                l, new Class<?>[] {mapperType}, (p, m, a) -> m.getName().equals("apply") ? a[0] : m.invoke(p, a));
         Object mapped = stream.getClass().getMethod("mapValues", mapperType).invoke(stream, mapper);
         Method to = mapped.getClass().getMethod("to", String.class);
         to.setAccessible(true);
@@ -68,6 +68,7 @@ public final class TwoLoadersMain {
         p.put("state.dir", Files.createTempDirectory("two-loaders").toString());
         Class<?> topologyType = Class.forName("org.apache.kafka.streams.Topology", true, l);
         return Class.forName("org.apache.kafka.streams.KafkaStreams", true, l)
-                .getConstructor(topologyType, Properties.class).newInstance(topology, p);
+                .getConstructor(topologyType, Properties.class)
+                .newInstance(topology, p);
     }
 }

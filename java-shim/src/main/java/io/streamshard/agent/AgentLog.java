@@ -59,9 +59,12 @@ public final class AgentLog {
             Class<?> factory = Class.forName("org.slf4j.LoggerFactory", true, loader);
             Object logger = factory.getMethod("getLogger", String.class).invoke(null, "io.streamshard");
             Class<?> type = Class.forName("org.slf4j.Logger", true, loader);
-            found = new Object[] {logger, type.getMethod("error", String.class, Throwable.class),
+            found = new Object[] {
+                logger,
+                type.getMethod("error", String.class, Throwable.class),
                 type.getMethod("warn", String.class, Throwable.class),
-                type.getMethod("info", String.class, Throwable.class)};
+                type.getMethod("info", String.class, Throwable.class)
+            };
         } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
             found = null;
         }

@@ -30,8 +30,8 @@ final class HelperInjector {
     private HelperInjector() {}
 
     /** Defines {@code helpers} (internal names, read from {@code source}) in {@code target}. */
-    static synchronized void inject(Instrumentation inst, ClassLoader target, ClassLoader source,
-            List<String> helpers) throws IOException, ReflectiveOperationException {
+    static synchronized void inject(Instrumentation inst, ClassLoader target, ClassLoader source, List<String> helpers)
+            throws IOException, ReflectiveOperationException {
         open(inst);
         Set<String> all = new HashSet<>(helpers);
         Set<String> done = new HashSet<>();
@@ -41,8 +41,9 @@ final class HelperInjector {
         }
     }
 
-    private static void define(String name, Set<String> all, Set<String> done, ClassLoader target,
-            ClassLoader source, ProtectionDomain pd) throws IOException, ReflectiveOperationException {
+    private static void define(
+            String name, Set<String> all, Set<String> done, ClassLoader target, ClassLoader source, ProtectionDomain pd)
+            throws IOException, ReflectiveOperationException {
         if (!done.add(name)) {
             return;
         }
@@ -79,11 +80,16 @@ final class HelperInjector {
         Module base = Object.class.getModule();
         Module ours = HelperInjector.class.getModule();
         if (!base.isOpen("java.lang", ours)) {
-            inst.redefineModule(base, Collections.emptySet(), Collections.emptyMap(),
-                    Map.of("java.lang", Set.of(ours)), Collections.emptySet(), Collections.emptyMap());
+            inst.redefineModule(
+                    base,
+                    Collections.emptySet(),
+                    Collections.emptyMap(),
+                    Map.of("java.lang", Set.of(ours)),
+                    Collections.emptySet(),
+                    Collections.emptyMap());
         }
-        Method d = ClassLoader.class.getDeclaredMethod("defineClass", String.class, byte[].class, int.class,
-                int.class, ProtectionDomain.class);
+        Method d = ClassLoader.class.getDeclaredMethod(
+                "defineClass", String.class, byte[].class, int.class, int.class, ProtectionDomain.class);
         d.setAccessible(true);
         Method f = ClassLoader.class.getDeclaredMethod("findLoadedClass", String.class);
         f.setAccessible(true);

@@ -33,14 +33,21 @@ final class Hook {
     private final List<String> fields;
     /** The condition: null, or {type, method, present} with {@link #conditionParameters}. */
     private final String[] condition;
+
     private final List<String> conditionParameters;
 
     Hook(String type, String method, List<String> parameters, String advice, List<String> fields) {
         this(type, method, parameters, advice, fields, null, List.of());
     }
 
-    private Hook(String type, String method, List<String> parameters, String advice, List<String> fields,
-            String[] condition, List<String> conditionParameters) {
+    private Hook(
+            String type,
+            String method,
+            List<String> parameters,
+            String advice,
+            List<String> fields,
+            String[] condition,
+            List<String> conditionParameters) {
         this.type = type;
         this.method = method;
         this.parameters = parameters;
@@ -52,8 +59,14 @@ final class Hook {
 
     /** This hook, only where {@code owner} declares (or, if {@code !present}, lacks) {@code method(params)}. */
     Hook onlyIf(String owner, String method, List<String> params, boolean present) {
-        return new Hook(type, this.method, parameters, advice, fields,
-                new String[] {owner, method, Boolean.toString(present)}, params);
+        return new Hook(
+                type,
+                this.method,
+                parameters,
+                advice,
+                fields,
+                new String[] {owner, method, Boolean.toString(present)},
+                params);
     }
 
     String type() {
@@ -74,8 +87,11 @@ final class Hook {
             return true;
         }
         TypePool.Resolution r = pool.describe(condition[0]);
-        boolean has = r.isResolved() && !r.resolve().getDeclaredMethods()
-                .filter(matcher(condition[1], conditionParameters)).isEmpty();
+        boolean has = r.isResolved()
+                && !r.resolve()
+                        .getDeclaredMethods()
+                        .filter(matcher(condition[1], conditionParameters))
+                        .isEmpty();
         return has == Boolean.parseBoolean(condition[2]);
     }
 
@@ -84,12 +100,11 @@ final class Hook {
     }
 
     private static ElementMatcher.Junction<MethodDescription> matcher(String method, List<String> parameters) {
-        ElementMatcher.Junction<MethodDescription> m = method.equals(CONSTRUCTOR)
-                ? isConstructor()
-                : named(method);
+        ElementMatcher.Junction<MethodDescription> m = method.equals(CONSTRUCTOR) ? isConstructor() : named(method);
         m = m.and(takesArguments(parameters.size()));
         for (int i = 0; i < parameters.size(); i++) {
-            ElementMatcher.Junction<TypeDescription> t = namedOneOf(parameters.get(i).split("\\|"));
+            ElementMatcher.Junction<TypeDescription> t =
+                    namedOneOf(parameters.get(i).split("\\|"));
             m = m.and(takesArgument(i, t));
         }
         return m;

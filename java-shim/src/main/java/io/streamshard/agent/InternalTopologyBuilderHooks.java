@@ -15,7 +15,10 @@ final class InternalTopologyBuilderHooks {
     static final String TYPE = P + "InternalTopologyBuilder";
     private static final String ADVICE = P + "InternalTopologyBuilderAdvice$";
 
-    static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, "rewriteTopology", List.of("org.apache.kafka.streams.StreamsConfig"),
-                    ADVICE + "RewriteTopology", List.of("stateFactories")));
+    static final List<Hook> HOOKS = List.of(new Hook(
+            TYPE,
+            "rewriteTopology",
+            List.of("org.apache.kafka.streams.StreamsConfig"),
+            ADVICE + "RewriteTopology",
+            List.of("stateFactories")));
 }

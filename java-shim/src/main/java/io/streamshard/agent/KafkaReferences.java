@@ -25,6 +25,7 @@ import net.bytebuddy.description.type.TypeDefinition;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.jar.asm.ClassReader;
 import net.bytebuddy.jar.asm.ClassWriter;
+import net.bytebuddy.jar.asm.Opcodes;
 import net.bytebuddy.jar.asm.commons.ClassRemapper;
 import net.bytebuddy.jar.asm.commons.Remapper;
 import net.bytebuddy.pool.TypePool;
@@ -55,6 +56,7 @@ public final class KafkaReferences {
      * inlined into Kafka's classes: its references count, the classes are never defined.
      */
     static final String ADVICE_PACKAGE = "org/apache/kafka/streams/processor/internals/";
+
     static final List<String> SHARED = List.of("io/streamshard/agent/", "io/streamshard/scheduler/");
     static final String COMPAT = "Compat$";
 
@@ -68,7 +70,11 @@ public final class KafkaReferences {
         return simple.indexOf('/') < 0 && (nested < 0 ? simple : simple.substring(0, nested)).endsWith("Advice");
     }
 
-    public enum Kind { TYPE, METHOD, FIELD }
+    public enum Kind {
+        TYPE,
+        METHOD,
+        FIELD
+    }
 
     /** One use of a Kafka member by one of streamshard's classes. */
     public static final class Ref implements Comparable<Ref> {
@@ -105,7 +111,8 @@ public final class KafkaReferences {
                     return "field " + o + "." + name;
                 default:
                     String params = Stream.of(net.bytebuddy.jar.asm.Type.getArgumentTypes(desc))
-                            .map(t -> t.getClassName().substring(t.getClassName().lastIndexOf('.') + 1))
+                            .map(t ->
+                                    t.getClassName().substring(t.getClassName().lastIndexOf('.') + 1))
                             .collect(Collectors.joining(", "));
                     return (name.equals("<init>") ? o + "(" : o + "." + name + "(") + params + ")";
             }
@@ -176,12 +183,14 @@ public final class KafkaReferences {
             }
         }
         if (!violations.isEmpty()) {
-            throw new IllegalStateException("the agent's own layer may use only the JDK, ByteBuddy and itself: "
-                    + violations);
+            throw new IllegalStateException(
+                    "the agent's own layer may use only the JDK, ByteBuddy and itself: " + violations);
         }
         Path out = root.resolve("META-INF/streamshard");
         Files.createDirectories(out);
-        Files.write(out.resolve("kafka-references"), refs.stream().map(Ref::line).collect(Collectors.toList()),
+        Files.write(
+                out.resolve("kafka-references"),
+                refs.stream().map(Ref::line).collect(Collectors.toList()),
                 StandardCharsets.UTF_8);
         Files.write(out.resolve("helpers"), helpers, StandardCharsets.UTF_8);
         System.out.printf("streamshard: %d Kafka references from %d helper classes%n", refs.size(), helpers.size());
@@ -194,7 +203,7 @@ public final class KafkaReferences {
     /** The Kafka members one class file uses (not those of {@code ours}, streamshard's own classes). */
     static Set<Ref> scan(String from, byte[] bytes, Set<String> ours) {
         Set<Ref> out = new TreeSet<>();
-        Remapper collector = new Remapper() {
+        Remapper collector = new Remapper(Opcodes.ASM9) {
             private boolean kafka(String owner) {
                 return owner != null && owner.startsWith(KAFKA) && !ours.contains(owner);
             }
@@ -230,13 +239,16 @@ public final class KafkaReferences {
     /** Every type one class file names. */
     static Set<String> usedTypes(byte[] bytes) {
         Set<String> out = new TreeSet<>();
-        new ClassReader(bytes).accept(new ClassRemapper(new ClassWriter(0), new Remapper() {
-            @Override
-            public String map(String internalName) {
-                out.add(internalName);
-                return internalName;
-            }
-        }), 0);
+        new ClassReader(bytes)
+                .accept(
+                        new ClassRemapper(new ClassWriter(0), new Remapper(Opcodes.ASM9) {
+                            @Override
+                            public String map(String internalName) {
+                                out.add(internalName);
+                                return internalName;
+                            }
+                        }),
+                        0);
         return out;
     }
 
@@ -288,13 +300,19 @@ public final class KafkaReferences {
         }
         Map<String, String> chosen = new TreeMap<>();
         for (Map.Entry<String, Map<String, List<String>>> f : families.entrySet()) {
-            String pick = f.getValue().entrySet().stream().filter(v -> v.getValue().isEmpty()).map(Map.Entry::getKey)
-                    .findFirst().orElse(null);
+            String pick = f.getValue().entrySet().stream()
+                    .filter(v -> v.getValue().isEmpty())
+                    .map(Map.Entry::getKey)
+                    .findFirst()
+                    .orElse(null);
             if (pick != null) {
                 chosen.put(f.getKey().replace('/', '.'), pick.replace('/', '.'));
             } else {
-                problems.add("no variant of " + simple(f.getKey()) + " fits (" + f.getValue().entrySet().stream()
-                        .map(v -> simple(v.getKey()) + ": " + v.getValue().get(0)).collect(Collectors.joining(", "))
+                problems.add("no variant of " + simple(f.getKey()) + " fits ("
+                        + f.getValue().entrySet().stream()
+                                .map(v ->
+                                        simple(v.getKey()) + ": " + v.getValue().get(0))
+                                .collect(Collectors.joining(", "))
                         + ")");
             }
         }
@@ -379,7 +397,9 @@ public final class KafkaReferences {
             todo.addAll(t.getInterfaces());
         }
         // Methods of Object through an interface type (toString, hashCode…).
-        return Objects.equals(name, "toString") || Objects.equals(name, "hashCode") || Objects.equals(name, "equals")
+        return Objects.equals(name, "toString")
+                || Objects.equals(name, "hashCode")
+                || Objects.equals(name, "equals")
                 || Objects.equals(name, "getClass");
     }
 

@@ -16,8 +16,15 @@ final class KafkaStreamsHooks {
     private static final String ADVICE = P + "KafkaStreamsAdvice$";
 
     static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, Hook.CONSTRUCTOR, List.of(P + "TopologyMetadata", "org.apache.kafka.streams.StreamsConfig",
-                    "org.apache.kafka.streams.KafkaClientSupplier", "org.apache.kafka.common.utils.Time"),
-                    ADVICE + "Constructor", List.of("applicationConfigs", "streamsMetrics", "clientId", "metrics")),
+            new Hook(
+                    TYPE,
+                    Hook.CONSTRUCTOR,
+                    List.of(
+                            P + "TopologyMetadata",
+                            "org.apache.kafka.streams.StreamsConfig",
+                            "org.apache.kafka.streams.KafkaClientSupplier",
+                            "org.apache.kafka.common.utils.Time"),
+                    ADVICE + "Constructor",
+                    List.of("applicationConfigs", "streamsMetrics", "clientId", "metrics")),
             new Hook(TYPE, "setState", List.of(TYPE + "$State"), ADVICE + "SetState", List.of()));
 }

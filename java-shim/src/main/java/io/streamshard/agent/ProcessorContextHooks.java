@@ -19,13 +19,18 @@ final class ProcessorContextHooks {
     private static final String ADVICE = P + "ProcessorContextAdvice$";
 
     static final List<Hook> HOOKS = List.of(
-            new Hook(IMPL, "forwardInternal", List.of(P + "ProcessorNode", "org.apache.kafka.streams.processor.api.Record"),
-                    ADVICE + "ForwardInternal", List.of()),
+            new Hook(
+                    IMPL,
+                    "forwardInternal",
+                    List.of(P + "ProcessorNode", "org.apache.kafka.streams.processor.api.Record"),
+                    ADVICE + "ForwardInternal",
+                    List.of()),
             new Hook(IMPL, "currentStreamTimeMs", List.of(), ADVICE + "CurrentStreamTimeMs", List.of()),
             new Hook(ABSTRACT, "setSystemTimeMs", List.of("long"), ADVICE + "SetSystemTimeMs", List.of()),
             new Hook(ABSTRACT, "currentSystemTimeMs", List.of(), ADVICE + "CurrentSystemTimeMs", List.of()));
 
     /** The classes whose field accesses are substituted, and the fields. */
     static final List<String> FRAMED_TYPES = List.of(ABSTRACT, IMPL);
+
     static final List<String> FRAMED_FIELDS = List.of("recordContext", "currentNode");
 }

@@ -17,8 +17,13 @@ final class RecordDeserializerHooks {
     static final String TYPE = P + "RecordDeserializer";
     private static final String ADVICE = P + "RecordDeserializerAdvice$";
 
-    static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, "deserialize", List.of("org.apache.kafka.streams.processor.api.ProcessorContext",
-                    "org.apache.kafka.clients.consumer.ConsumerRecord"), ADVICE + "Deserialize", List.of())
-                    .onlyIf(P + "StampedRecord", "rawKey", List.of(), false));
+    static final List<Hook> HOOKS = List.of(new Hook(
+                    TYPE,
+                    "deserialize",
+                    List.of(
+                            "org.apache.kafka.streams.processor.api.ProcessorContext",
+                            "org.apache.kafka.clients.consumer.ConsumerRecord"),
+                    ADVICE + "Deserialize",
+                    List.of())
+            .onlyIf(P + "StampedRecord", "rawKey", List.of(), false));
 }

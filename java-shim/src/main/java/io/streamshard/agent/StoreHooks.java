@@ -18,17 +18,37 @@ final class StoreHooks {
     private static final String ADVICE = P + "StoreAdvice$";
 
     static final List<Hook> HOOKS = List.of(
-            new Hook(CACHING_KV, "putInternal", List.of(BYTES, "byte[]"), ADVICE + "CachingPutInternal",
+            new Hook(
+                    CACHING_KV,
+                    "putInternal",
+                    List.of(BYTES, "byte[]"),
+                    ADVICE + "CachingPutInternal",
                     List.of("streamThread", "flushListener", "sendOldValues", "cacheName", "position")),
             new Hook(CACHING_KV, "put", List.of(BYTES, "byte[]"), ADVICE + "CachingWriteDone", List.of("streamThread")),
-            new Hook(CACHING_KV, "putIfAbsent", List.of(BYTES, "byte[]"), ADVICE + "CachingWriteDone",
+            new Hook(
+                    CACHING_KV,
+                    "putIfAbsent",
+                    List.of(BYTES, "byte[]"),
+                    ADVICE + "CachingWriteDone",
                     List.of("streamThread")),
-            new Hook(CACHING_KV, "putAll", List.of("java.util.List"), ADVICE + "CachingWriteDone",
+            new Hook(
+                    CACHING_KV,
+                    "putAll",
+                    List.of("java.util.List"),
+                    ADVICE + "CachingWriteDone",
                     List.of("streamThread")),
             new Hook(CACHING_KV, "delete", List.of(BYTES), ADVICE + "CachingWriteDone", List.of("streamThread")),
-            new Hook(IN_MEMORY_KV, "getKeyValueIterator", List.of("java.util.Set", "boolean"),
-                    ADVICE + "InMemoryIterator", List.of()),
+            new Hook(
+                    IN_MEMORY_KV,
+                    "getKeyValueIterator",
+                    List.of("java.util.Set", "boolean"),
+                    ADVICE + "InMemoryIterator",
+                    List.of()),
             new Hook(IN_MEMORY_KV, "reverseAll", List.of(), ADVICE + "InMemoryIterator", List.of()),
-            new Hook(IN_MEMORY_KV, "prefixScan", List.of("java.lang.Object",
-                    "org.apache.kafka.common.serialization.Serializer"), ADVICE + "InMemoryIterator", List.of()));
+            new Hook(
+                    IN_MEMORY_KV,
+                    "prefixScan",
+                    List.of("java.lang.Object", "org.apache.kafka.common.serialization.Serializer"),
+                    ADVICE + "InMemoryIterator",
+                    List.of()));
 }

@@ -51,15 +51,22 @@ public final class StreamShardAgent {
      * Every advice point, one list per instrumented Kafka class (its {@code …Hooks} file, beside the
      * {@code …Advice} file with the advice); all bind or none is installed.
      */
-    static final List<Hook> HOOKS = Stream.of(KafkaStreamsHooks.HOOKS, InternalTopologyBuilderHooks.HOOKS,
-                    StreamTaskHooks.HOOKS, StreamThreadHooks.HOOKS, TaskManagerHooks.HOOKS,
-                    RecordDeserializerHooks.HOOKS, ProcessorContextHooks.HOOKS, StreamsProducerHooks.HOOKS,
+    static final List<Hook> HOOKS = Stream.of(
+                    KafkaStreamsHooks.HOOKS,
+                    InternalTopologyBuilderHooks.HOOKS,
+                    StreamTaskHooks.HOOKS,
+                    StreamThreadHooks.HOOKS,
+                    TaskManagerHooks.HOOKS,
+                    RecordDeserializerHooks.HOOKS,
+                    ProcessorContextHooks.HOOKS,
+                    StreamsProducerHooks.HOOKS,
                     StoreHooks.HOOKS)
             .flatMap(List::stream)
             .collect(Collectors.toUnmodifiableList());
 
     /** Fields whose every read and write in these classes goes through {@link #FRAMES}. */
     static final List<String> FRAMED_TYPES = ProcessorContextHooks.FRAMED_TYPES;
+
     static final Map<String, List<String>> FRAMED_FIELDS =
             Map.of(ProcessorContextHooks.ABSTRACT, ProcessorContextHooks.FRAMED_FIELDS);
 
@@ -90,8 +97,11 @@ public final class StreamShardAgent {
             AgentState.agentArguments(args);
             register(inst);
         } catch (Throwable t) {
-            AgentLog.error(null, "streamshard: the agent could not start (" + t + "); nothing was changed, the "
-                    + "application runs stock (serial)", null);
+            AgentLog.error(
+                    null,
+                    "streamshard: the agent could not start (" + t + "); nothing was changed, the "
+                            + "application runs stock (serial)",
+                    null);
         }
     }
 
@@ -108,8 +118,11 @@ public final class StreamShardAgent {
         try {
             return register(inst) && prepare(loader).ok;
         } catch (Throwable t) {
-            AgentLog.error(loader, "streamshard: the agent could not start (" + t + "); nothing was changed, the "
-                    + "application runs stock (serial)", null);
+            AgentLog.error(
+                    loader,
+                    "streamshard: the agent could not start (" + t + "); nothing was changed, the "
+                            + "application runs stock (serial)",
+                    null);
             return false;
         }
     }
@@ -148,7 +161,7 @@ public final class StreamShardAgent {
         // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
                 .ignore(net.bytebuddy.matcher.ElementMatchers.nameStartsWith(
-                        net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".")
+                                net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".")
                         .or(net.bytebuddy.matcher.ElementMatchers.nameStartsWith("io.streamshard."))
                         .or(net.bytebuddy.matcher.ElementMatchers.isSynthetic()))
                 .disableClassFormatChanges()
@@ -160,11 +173,14 @@ public final class StreamShardAgent {
                 .with((AgentBuilder.TransformerDecorator) t -> new OnlyNamed(t, types))
                 .with(new AgentBuilder.Listener.Adapter() {
                     @Override
-                    public void onError(String typeName, ClassLoader cl, JavaModule module, boolean loaded,
-                            Throwable throwable) {
+                    public void onError(
+                            String typeName, ClassLoader cl, JavaModule module, boolean loaded, Throwable throwable) {
                         AgentState.fail(typeName + ": " + throwable);
-                        AgentLog.error(cl, "streamshard: instrumenting " + typeName + " failed; no new task runs "
-                                + "parallel, the application runs stock from here on", throwable);
+                        AgentLog.error(
+                                cl,
+                                "streamshard: instrumenting " + typeName + " failed; no new task runs "
+                                        + "parallel, the application runs stock from here on",
+                                throwable);
                     }
                 });
         for (String type : types) {
@@ -203,19 +219,30 @@ public final class StreamShardAgent {
         }
 
         @Override
-        public byte[] transform(ClassLoader loader, String className, Class<?> redefined,
-                java.security.ProtectionDomain domain, byte[] classFile)
+        public byte[] transform(
+                ClassLoader loader,
+                String className,
+                Class<?> redefined,
+                java.security.ProtectionDomain domain,
+                byte[] classFile)
                 throws java.lang.instrument.IllegalClassFormatException {
             return className != null && internalNames.contains(className)
-                    ? classFileTransformer.transform(loader, className, redefined, domain, classFile) : null;
+                    ? classFileTransformer.transform(loader, className, redefined, domain, classFile)
+                    : null;
         }
 
         @Override
-        public byte[] transform(Module module, ClassLoader loader, String className, Class<?> redefined,
-                java.security.ProtectionDomain domain, byte[] classFile)
+        public byte[] transform(
+                Module module,
+                ClassLoader loader,
+                String className,
+                Class<?> redefined,
+                java.security.ProtectionDomain domain,
+                byte[] classFile)
                 throws java.lang.instrument.IllegalClassFormatException {
             return className != null && internalNames.contains(className)
-                    ? classFileTransformer.transform(module, loader, className, redefined, domain, classFile) : null;
+                    ? classFileTransformer.transform(module, loader, className, redefined, domain, classFile)
+                    : null;
         }
     }
 
@@ -227,8 +254,11 @@ public final class StreamShardAgent {
                 try {
                     l = decide(loader);
                 } catch (Throwable t) {
-                    AgentLog.error(loader, "streamshard: checking Kafka Streams failed (" + t + "); nothing was "
-                            + "changed, the application runs stock (serial)", t);
+                    AgentLog.error(
+                            loader,
+                            "streamshard: checking Kafka Streams failed (" + t + "); nothing was "
+                                    + "changed, the application runs stock (serial)",
+                            t);
                     l = new Loader(false, "?", Map.of());
                 }
                 LOADERS.put(loader, l);
@@ -250,13 +280,16 @@ public final class StreamShardAgent {
     private static Loader decide(ClassLoader loader) throws Exception {
         ClassLoader ours = jarLoader();
         if (!sees(loader, AgentState.class)) {
-            AgentLog.error(loader, "streamshard: this class loader (" + loader + ") does not see the agent's classes "
-                    + "(start the JVM with -javaagent:streamshard.jar); nothing was changed, its application runs "
-                    + "stock (serial)", null);
+            AgentLog.error(
+                    loader,
+                    "streamshard: this class loader (" + loader + ") does not see the agent's classes "
+                            + "(start the JVM with -javaagent:streamshard.jar); nothing was changed, its application runs "
+                            + "stock (serial)",
+                    null);
             return new Loader(false, "?", Map.of());
         }
-        ClassFileLocator locator = new ClassFileLocator.Compound(ClassFileLocator.ForClassLoader.of(loader),
-                ClassFileLocator.ForClassLoader.of(ours));
+        ClassFileLocator locator = new ClassFileLocator.Compound(
+                ClassFileLocator.ForClassLoader.of(loader), ClassFileLocator.ForClassLoader.of(ours));
         TypePool pool = TypePool.Default.of(locator);
         String version = version(loader);
         KafkaReferences.Result result = verify(pool, version, KafkaReferences.index(ours));
@@ -269,8 +302,10 @@ public final class StreamShardAgent {
         AgentState.variants(loader, result.variants);
         Map<String, List<AsmVisitorWrapper>> byType = visitors(pool, locator);
         if (!TESTED.contains(minor(version))) {
-            AgentLog.warn(loader, "streamshard: Kafka Streams " + version + " is not among the tested versions ("
-                    + String.join(", ", TESTED) + "); every check passed, so streamshard runs it");
+            AgentLog.warn(
+                    loader,
+                    "streamshard: Kafka Streams " + version + " is not among the tested versions ("
+                            + String.join(", ", TESTED) + "); every check passed, so streamshard runs it");
         }
         AgentLog.info(loader, "streamshard: agent installed on Kafka Streams " + version);
         return new Loader(true, version, byType);
@@ -310,11 +345,13 @@ public final class StreamShardAgent {
         for (Hook h : HOOKS) {
             if (h.applies(pool)) {
                 byType.computeIfAbsent(h.type(), k -> new ArrayList<>())
-                        .add(Advice.to(pool.describe(h.advice()).resolve(), locator).on(h.matcher()));
+                        .add(Advice.to(pool.describe(h.advice()).resolve(), locator)
+                                .on(h.matcher()));
             }
         }
         AsmVisitorWrapper frames = frameSubstitution(pool);
-        FRAMED_TYPES.forEach(t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
+        FRAMED_TYPES.forEach(
+                t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
         return byType;
     }
 
@@ -347,8 +384,11 @@ public final class StreamShardAgent {
         if (problems.isEmpty()) {
             return true;
         }
-        AgentLog.error(loader, "streamshard: cannot instrument Kafka Streams " + version + " ("
-                + String.join("; ", problems) + "); nothing was changed, the application runs stock (serial)", null);
+        AgentLog.error(
+                loader,
+                "streamshard: cannot instrument Kafka Streams " + version + " (" + String.join("; ", problems)
+                        + "); nothing was changed, the application runs stock (serial)",
+                null);
         return false;
     }
 
@@ -356,10 +396,18 @@ public final class StreamShardAgent {
     static AsmVisitorWrapper frameSubstitution(TypePool pool) {
         TypeDescription frames = pool.describe(FRAMES).resolve();
         return MemberSubstitution.relaxed()
-                .field(named("recordContext")).onRead().replaceWith(helper(frames, "readRecordContext"))
-                .field(named("recordContext")).onWrite().replaceWith(helper(frames, "writeRecordContext"))
-                .field(named("currentNode")).onRead().replaceWith(helper(frames, "readCurrentNode"))
-                .field(named("currentNode")).onWrite().replaceWith(helper(frames, "writeCurrentNode"))
+                .field(named("recordContext"))
+                .onRead()
+                .replaceWith(helper(frames, "readRecordContext"))
+                .field(named("recordContext"))
+                .onWrite()
+                .replaceWith(helper(frames, "writeRecordContext"))
+                .field(named("currentNode"))
+                .onRead()
+                .replaceWith(helper(frames, "readCurrentNode"))
+                .field(named("currentNode"))
+                .onWrite()
+                .replaceWith(helper(frames, "writeCurrentNode"))
                 .on(net.bytebuddy.matcher.ElementMatchers.any());
     }
 

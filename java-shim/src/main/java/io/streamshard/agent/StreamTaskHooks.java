@@ -22,15 +22,26 @@ final class StreamTaskHooks {
     static final List<String> PREPARE_COMMIT_41 = List.of("boolean");
 
     static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, Hook.CONSTRUCTOR, List.of("org.apache.kafka.streams.processor.TaskId", "java.util.Set",
-                    P + "ProcessorTopology", "org.apache.kafka.clients.consumer.Consumer",
-                    "org.apache.kafka.streams.TopologyConfig$TaskConfig", P + "metrics.StreamsMetricsImpl",
-                    P + "StateDirectory", "org.apache.kafka.streams.state.internals.ThreadCache",
-                    "org.apache.kafka.common.utils.Time", P + "ProcessorStateManager", P + "RecordCollector",
-                    P + "InternalProcessorContext",
-                    "org.apache.kafka.common.utils.LogContext|org.apache.kafka.common.utils.internals.LogContext",
-                    "boolean"),
-                    ADVICE + "Constructor", List.of("streamsMetrics", "processLatencySensor")),
+            new Hook(
+                    TYPE,
+                    Hook.CONSTRUCTOR,
+                    List.of(
+                            "org.apache.kafka.streams.processor.TaskId",
+                            "java.util.Set",
+                            P + "ProcessorTopology",
+                            "org.apache.kafka.clients.consumer.Consumer",
+                            "org.apache.kafka.streams.TopologyConfig$TaskConfig",
+                            P + "metrics.StreamsMetricsImpl",
+                            P + "StateDirectory",
+                            "org.apache.kafka.streams.state.internals.ThreadCache",
+                            "org.apache.kafka.common.utils.Time",
+                            P + "ProcessorStateManager",
+                            P + "RecordCollector",
+                            P + "InternalProcessorContext",
+                            "org.apache.kafka.common.utils.LogContext|org.apache.kafka.common.utils.internals.LogContext",
+                            "boolean"),
+                    ADVICE + "Constructor",
+                    List.of("streamsMetrics", "processLatencySensor")),
             new Hook(TYPE, "doProcess", List.of("long"), ADVICE + "DoProcess", List.of("record", "recordInfo")),
             new Hook(TYPE, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),
             new Hook(TYPE, "prepareCommit", PREPARE_COMMIT_41, ADVICE + "PrepareCommit", List.of())
@@ -39,11 +50,19 @@ final class StreamTaskHooks {
             new Hook(TYPE, "prepareCommit", List.of(), ADVICE + "PrepareCommitUpto40", List.of())
                     .onlyIf(TYPE, "prepareCommit", PREPARE_COMMIT_41, false),
             // 4.2 and 4.4 add terminal-node latencies into plain fields: workers record them directly.
-            new Hook(TYPE, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"),
-                    ADVICE + "MaybeAddTerminalE2ELatency", List.of("processorContext"))
+            new Hook(
+                            TYPE,
+                            "maybeAddTerminalE2ELatency",
+                            List.of("long", "java.lang.String"),
+                            ADVICE + "MaybeAddTerminalE2ELatency",
+                            List.of("processorContext"))
                     .onlyIf(TYPE, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"), true),
             new Hook(TYPE, "suspend", List.of(), ADVICE + "Suspend", List.of()),
-            new Hook(TYPE, "maybePunctuateSystemTime", List.of(), ADVICE + "MaybePunctuateSystemTime",
+            new Hook(
+                    TYPE,
+                    "maybePunctuateSystemTime",
+                    List.of(),
+                    ADVICE + "MaybePunctuateSystemTime",
                     List.of("time", "systemTimePunctuationQueue", "commitNeeded")),
             new Hook(TYPE, "maybePunctuateStreamTime", List.of(), ADVICE + "MaybePunctuateStreamTime", List.of()),
             new Hook(TYPE, "closeClean", List.of(), ADVICE + "CloseClean", List.of()),

@@ -15,6 +15,6 @@ final class StreamThreadHooks {
     static final String TYPE = P + "StreamThread";
     private static final String ADVICE = P + "StreamThreadAdvice$";
 
-    static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, "pollRequests", List.of("java.time.Duration"), ADVICE + "PollRequests", List.of()));
+    static final List<Hook> HOOKS =
+            List.of(new Hook(TYPE, "pollRequests", List.of("java.time.Duration"), ADVICE + "PollRequests", List.of()));
 }

@@ -15,7 +15,10 @@ final class StreamsProducerHooks {
     static final String TYPE = P + "StreamsProducer";
     private static final String ADVICE = P + "StreamsProducerAdvice$";
 
-    static final List<Hook> HOOKS = List.of(
-            new Hook(TYPE, "maybeBeginTransaction", List.of(), ADVICE + "MaybeBeginTransaction",
-                    List.of("transactionInFlight")));
+    static final List<Hook> HOOKS = List.of(new Hook(
+            TYPE,
+            "maybeBeginTransaction",
+            List.of(),
+            ADVICE + "MaybeBeginTransaction",
+            List.of("transactionInFlight")));
 }

@@ -20,7 +20,11 @@ final class TaskManagerHooks {
     static final List<Hook> HOOKS = List.of(
             new Hook(TYPE, "closeTaskDirty", List.of(P + "Task", "boolean"), ADVICE + "ClosingDirty", List.of())
                     .onlyIf(StreamTaskHooks.TYPE, "prepareCommit", StreamTaskHooks.PREPARE_COMMIT_41, false),
-            new Hook(TYPE, "closeDirtyAndRevive", List.of("java.util.Collection", "boolean"),
-                    ADVICE + "ClosingDirty", List.of())
+            new Hook(
+                            TYPE,
+                            "closeDirtyAndRevive",
+                            List.of("java.util.Collection", "boolean"),
+                            ADVICE + "ClosingDirty",
+                            List.of())
                     .onlyIf(StreamTaskHooks.TYPE, "prepareCommit", StreamTaskHooks.PREPARE_COMMIT_41, false));
 }

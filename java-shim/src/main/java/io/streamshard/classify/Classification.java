@@ -66,7 +66,8 @@ public final class Classification {
 
     @Override
     public String toString() {
-        return "Classification[nodes=" + nodes + ", serialRoots=" + serialRoots + ", mode=" + mode + ", stockReason=" + stockReason + "]";
+        return "Classification[nodes=" + nodes + ", serialRoots=" + serialRoots + ", mode=" + mode + ", stockReason="
+                + stockReason + "]";
     }
 
     public enum Mode {

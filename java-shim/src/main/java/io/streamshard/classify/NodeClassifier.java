@@ -27,14 +27,34 @@ public final class NodeClassifier {
     /** Stateless, or state read and written only under the record's key (docs/parallel-safety.md). */
     private static final Set<String> SAFE_DSL = Set.of(
             // stateless
-            "KStreamFilter", "KStreamMapValues", "KStreamMap", "KStreamFlatMap", "KStreamFlatMapValues",
-            "KStreamPeek", "ForeachProcessor", "KStreamPrint", "KStreamBranch", "PassThrough", "KTablePassThrough",
+            "KStreamFilter",
+            "KStreamMapValues",
+            "KStreamMap",
+            "KStreamFlatMap",
+            "KStreamFlatMapValues",
+            "KStreamPeek",
+            "ForeachProcessor",
+            "KStreamPrint",
+            "KStreamBranch",
+            "PassThrough",
+            "KTablePassThrough",
             // key-value state under the record's key
-            "KStreamAggregate", "KStreamReduce", "KTableSource", "KTableFilter", "KTableMapValues",
-            "KTableTransformValues", "KTableAggregate", "KTableReduce", "KTableRepartitionMap",
+            "KStreamAggregate",
+            "KStreamReduce",
+            "KTableSource",
+            "KTableFilter",
+            "KTableMapValues",
+            "KTableTransformValues",
+            "KTableAggregate",
+            "KTableReduce",
+            "KTableRepartitionMap",
             // joins: the other side's store is read under the same key (or a global store)
-            "KStreamKTableJoinProcessor", "KTableKTableInnerJoin", "KTableKTableLeftJoin",
-            "KTableKTableOuterJoin", "KTableKTableRightJoin", "KTableKTableJoinMerger");
+            "KStreamKTableJoinProcessor",
+            "KTableKTableInnerJoin",
+            "KTableKTableLeftJoin",
+            "KTableKTableOuterJoin",
+            "KTableKTableRightJoin",
+            "KTableKTableJoinMerger");
 
     /** DSL processors that must stay serial, with the reason shown to the user. */
     private static final Map<String, String> SERIAL_DSL = Map.ofEntries(
@@ -44,8 +64,11 @@ public final class NodeClassifier {
             Map.entry("KStreamKStreamSelfJoin", "stream-stream self join (window store, stream time)"),
             Map.entry("KStreamJoinWindow", "stream-stream join window (window store)"),
             Map.entry("KStreamWindowAggregate", "windowed aggregation (window store, observed stream time)"),
-            Map.entry("KStreamSlidingWindowAggregate", "sliding-window aggregation (window store, observed stream time)"),
-            Map.entry("KStreamSessionWindowAggregate", "session-window aggregation (session store, observed stream time)"));
+            Map.entry(
+                    "KStreamSlidingWindowAggregate", "sliding-window aggregation (window store, observed stream time)"),
+            Map.entry(
+                    "KStreamSessionWindowAggregate",
+                    "session-window aggregation (session store, observed stream time)"));
 
     private static final String SERIALIZATION = "org.apache.kafka.common.serialization.";
 
@@ -54,8 +77,19 @@ public final class NodeClassifier {
 
     static {
         Set<String> formats = new java.util.HashSet<>();
-        for (String t : List.of("String", "Long", "Integer", "Short", "Double", "Float", "UUID", "ByteArray", "Bytes",
-                "ByteBuffer", "Boolean", "Void")) {
+        for (String t : List.of(
+                "String",
+                "Long",
+                "Integer",
+                "Short",
+                "Double",
+                "Float",
+                "UUID",
+                "ByteArray",
+                "Bytes",
+                "ByteBuffer",
+                "Boolean",
+                "Void")) {
             formats.add(SERIALIZATION + t + "Deserializer");
         }
         STABLE_KEY_FORMATS = Set.copyOf(formats);
@@ -69,8 +103,11 @@ public final class NodeClassifier {
      * @param optedIn node names and processor class names the user declared parallel-safe
      * @param forcedSerial node names and processor class names the user wants serial (wins over optedIn)
      */
-    public static Classification classify(Collection<NodeInfo> nodes, Collection<StoreInfo> stores,
-            Collection<String> optedIn, Collection<String> forcedSerial) {
+    public static Classification classify(
+            Collection<NodeInfo> nodes,
+            Collection<StoreInfo> stores,
+            Collection<String> optedIn,
+            Collection<String> forcedSerial) {
         Map<String, NodeInfo> byName = new LinkedHashMap<>();
         nodes.forEach(n -> byName.put(n.name(), n));
         Map<String, StoreInfo> storeByName = new HashMap<>();
@@ -85,15 +122,17 @@ public final class NodeClassifier {
         Map<String, String> keyProblems = keyFormatProblems(nodes, byName);
         Map<String, NodeDecision> decided = new LinkedHashMap<>();
         for (NodeInfo n : nodes) {
-            String why = named(n, forcedSerial) ? "listed in streamshard.serial.processors"
+            String why = named(n, forcedSerial)
+                    ? "listed in streamshard.serial.processors"
                     : ownVerdict(n, storeByName, optedIn);
             for (String store : n.stores()) {
                 if (why == null) {
                     why = keyProblems.get(store);
                 }
             }
-            decided.put(n.name(), why == null ? new NodeDecision(Region.PARALLEL, null)
-                    : new NodeDecision(Region.SERIAL, why));
+            decided.put(
+                    n.name(),
+                    why == null ? new NodeDecision(Region.PARALLEL, null) : new NodeDecision(Region.SERIAL, why));
         }
         // Fixpoint: serial flows down the edges and across shared stores.
         boolean changed = true;
@@ -138,7 +177,10 @@ public final class NodeClassifier {
             decided.replaceAll((n, d) -> d.parallel()
                     ? new NodeDecision(Region.SERIAL, "the task runs stock: nothing but its sources would run parallel")
                     : d);
-            return new Classification(decided, roots, Classification.Mode.STOCK,
+            return new Classification(
+                    decided,
+                    roots,
+                    Classification.Mode.STOCK,
                     "nothing but the sources would run parallel (" + firstReason + ")");
         }
         return new Classification(decided, roots, Classification.Mode.SPLIT, null);
@@ -171,7 +213,8 @@ public final class NodeClassifier {
         Map<String, java.util.Set<String>> storeSources = new HashMap<>();
         for (NodeInfo n : nodes) {
             for (String store : n.stores()) {
-                storeSources.computeIfAbsent(store, k -> new java.util.TreeSet<>())
+                storeSources
+                        .computeIfAbsent(store, k -> new java.util.TreeSet<>())
                         .addAll(reachedBy.getOrDefault(n.name(), java.util.Set.of()));
             }
         }
@@ -182,10 +225,13 @@ public final class NodeClassifier {
             }
             java.util.Set<String> formats = new java.util.TreeSet<>();
             sources.forEach(src -> formats.add(normalized(byName.get(src).keyFormat())));
-            if (formats.size() != 1 || !STABLE_KEY_FORMATS.contains(formats.iterator().next())) {
-                problems.put(store, "inputs " + String.join(", ", sources) + " share store " + store
-                        + " with key formats that may encode equal keys to different bytes ("
-                        + String.join(", ", formats) + "); streamshard orders records by key bytes");
+            if (formats.size() != 1
+                    || !STABLE_KEY_FORMATS.contains(formats.iterator().next())) {
+                problems.put(
+                        store,
+                        "inputs " + String.join(", ", sources) + " share store " + store
+                                + " with key formats that may encode equal keys to different bytes ("
+                                + String.join(", ", formats) + "); streamshard orders records by key bytes");
             }
         });
         return problems;
@@ -251,7 +297,8 @@ public final class NodeClassifier {
             }
         }
         return "processor " + c + " is not known to be parallel-safe"
-                + (c.startsWith(DSL) ? ""
+                + (c.startsWith(DSL)
+                        ? ""
                         : "; list it in streamshard.parallel.processors if it is thread-safe and writes state "
                                 + "only under the record's key");
     }
@@ -281,8 +328,11 @@ public final class NodeClassifier {
         }
     }
 
-    private static String inheritedReason(NodeInfo n, Map<String, List<String>> parents,
-            Map<String, NodeDecision> decided, Map<String, NodeInfo> byName) {
+    private static String inheritedReason(
+            NodeInfo n,
+            Map<String, List<String>> parents,
+            Map<String, NodeDecision> decided,
+            Map<String, NodeInfo> byName) {
         for (String p : parents.getOrDefault(n.name(), List.of())) {
             if (!decided.get(p).parallel()) {
                 return "below serial node " + p;
@@ -290,7 +340,9 @@ public final class NodeClassifier {
         }
         for (String s : n.stores()) {
             for (NodeInfo other : byName.values()) {
-                if (other != n && other.stores().contains(s) && !decided.get(other.name()).parallel()) {
+                if (other != n
+                        && other.stores().contains(s)
+                        && !decided.get(other.name()).parallel()) {
                     return "shares store " + s + " with serial node " + other.name();
                 }
             }

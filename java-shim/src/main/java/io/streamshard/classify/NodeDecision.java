@@ -27,8 +27,7 @@ public final class NodeDecision {
             return false;
         }
         NodeDecision other = (NodeDecision) o;
-        return java.util.Objects.equals(region, other.region)
-                && java.util.Objects.equals(reason, other.reason);
+        return java.util.Objects.equals(region, other.region) && java.util.Objects.equals(reason, other.reason);
     }
 
     @Override

@@ -28,8 +28,15 @@ public final class NodeInfo {
     private final boolean userStores;
     private final String keyFormat;
 
-    public NodeInfo(String name, Kind kind, String processorClass, List<String> children,
-            Set<String> stores, boolean buffered, boolean userStores, String keyFormat) {
+    public NodeInfo(
+            String name,
+            Kind kind,
+            String processorClass,
+            List<String> children,
+            Set<String> stores,
+            boolean buffered,
+            boolean userStores,
+            String keyFormat) {
         children = List.copyOf(children);
         stores = Set.copyOf(stores);
         this.name = name;
@@ -100,8 +107,14 @@ public final class NodeInfo {
 
     @Override
     public String toString() {
-        return "NodeInfo[name=" + name + ", kind=" + kind + ", processorClass=" + processorClass + ", children=" + children + ", stores=" + stores + ", buffered=" + buffered + ", userStores=" + userStores + ", keyFormat=" + keyFormat + "]";
+        return "NodeInfo[name=" + name + ", kind=" + kind + ", processorClass=" + processorClass + ", children="
+                + children + ", stores=" + stores + ", buffered=" + buffered + ", userStores=" + userStores
+                + ", keyFormat=" + keyFormat + "]";
     }
 
-    public enum Kind { SOURCE, PROCESSOR, SINK }
+    public enum Kind {
+        SOURCE,
+        PROCESSOR,
+        SINK
+    }
 }

@@ -27,8 +27,7 @@ public final class StoreInfo {
             return false;
         }
         StoreInfo other = (StoreInfo) o;
-        return java.util.Objects.equals(name, other.name)
-                && java.util.Objects.equals(kind, other.kind);
+        return java.util.Objects.equals(name, other.name) && java.util.Objects.equals(kind, other.kind);
     }
 
     @Override

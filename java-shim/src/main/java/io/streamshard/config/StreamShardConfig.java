@@ -35,42 +35,84 @@ public final class StreamShardConfig extends AbstractConfig {
 
     /** Kafka Streams' own key whose value the drain timeout must stay under. */
     static final String MAX_POLL_INTERVAL_MS = "max.poll.interval.ms";
+
     static final int DEFAULT_MAX_POLL_INTERVAL_MS = 300_000;
 
     public static final ConfigDef DEF = new ConfigDef()
-            .define(ENABLED, Type.BOOLEAN, true, Importance.HIGH,
+            .define(
+                    ENABLED,
+                    Type.BOOLEAN,
+                    true,
+                    Importance.HIGH,
                     "Run parallel-safe tasks through the shard scheduler. false leaves the whole "
                             + "application stock (serial).")
-            .define(WORKERS, Type.INT, 64, Range.between(1, 4096), Importance.HIGH,
+            .define(
+                    WORKERS,
+                    Type.INT,
+                    64,
+                    Range.between(1, 4096),
+                    Importance.HIGH,
                     "Worker threads per KafkaStreams instance, shared by all its parallel tasks. "
                             + "Records of one key never run on two workers at once.")
-            .define(MAX_INFLIGHT_PER_TASK, Type.INT, 1_000, Range.between(1, 1 << 20), Importance.MEDIUM,
+            .define(
+                    MAX_INFLIGHT_PER_TASK,
+                    Type.INT,
+                    1_000,
+                    Range.between(1, 1 << 20),
+                    Importance.MEDIUM,
                     "Cap on records of one task handed to the scheduler and not yet finished. A "
                             + "task at its cap is not processable, so the StreamThread serves other tasks.")
-            .define(MAX_INFLIGHT, Type.INT, 10_000, Range.between(1, 1 << 20), Importance.MEDIUM,
+            .define(
+                    MAX_INFLIGHT,
+                    Type.INT,
+                    10_000,
+                    Range.between(1, 1 << 20),
+                    Importance.MEDIUM,
                     "Cap on unfinished records over all tasks of the instance; also the size of "
                             + "the slot table, allocated at start: about 100 bytes a slot, 100 MB at the "
                             + "maximum.")
-            .define(DRAIN_TIMEOUT_MS, Type.LONG, 60_000L, Range.between(1, Long.MAX_VALUE), Importance.MEDIUM,
+            .define(
+                    DRAIN_TIMEOUT_MS,
+                    Type.LONG,
+                    60_000L,
+                    Range.between(1, Long.MAX_VALUE),
+                    Importance.MEDIUM,
                     "How long a commit, punctuation, revocation or close waits for a task's "
                             + "unfinished records. Must be below max.poll.interval.ms. A drain that "
                             + "times out fails the StreamThread; it never commits past unfinished work.")
-            .define(NULL_KEY_ORDERING, Type.STRING, "serial",
-                    ValidString.in("serial", "unordered"), Importance.LOW,
+            .define(
+                    NULL_KEY_ORDERING,
+                    Type.STRING,
+                    "serial",
+                    ValidString.in("serial", "unordered"),
+                    Importance.LOW,
                     "serial: records with a null key run one at a time, in order, per task. "
                             + "unordered: they run in any order, any number at once.")
-            .define(PARALLEL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
+            .define(
+                    PARALLEL_PROCESSORS,
+                    Type.LIST,
+                    List.of(),
+                    Importance.MEDIUM,
                     "Processor API processors the user declares thread-safe and writing state only "
                             + "under the record's key, by node name (e.g. KSTREAM-PROCESSVALUES-0000000003 "
                             + "or a Named name) or by processor class name (e.g. com.example.Enricher). "
                             + "Any other PAPI processor, and everything below it, runs in the task's "
                             + "ordered serial region.")
-            .define(SERIAL_PROCESSORS, Type.LIST, List.of(), Importance.MEDIUM,
+            .define(
+                    SERIAL_PROCESSORS,
+                    Type.LIST,
+                    List.of(),
+                    Importance.MEDIUM,
                     "Nodes that must run in the task's ordered serial region even though "
                             + "streamshard would run them parallel (a DSL lambda that keeps state across "
                             + "records, say), by node name or processor class name; everything below "
                             + "them is serial too. Wins over " + "streamshard.parallel.processors.")
-            .define(INLINE_BELOW_US, Type.INT, 10, Range.between(0, 1_000_000), Importance.LOW,
+            .define(
+                    INLINE_BELOW_US,
+                    Type.INT,
+                    10,
+                    Range.between(0, 1_000_000),
+                    Importance.LOW,
                     "A parallel task whose records take less than this many microseconds each "
                             + "(a moving average) runs them on its StreamThread instead, one at a "
                             + "time, because handing a record to a worker costs a few microseconds "
@@ -78,7 +120,12 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "more than twice this each (without the slowest record and time spent "
                             + "waiting for a CPU). The switch to the StreamThread waits for the task's "
                             + "records on workers first. 0: always hand records to the workers.")
-            .define(CACHING, Type.STRING, "keep", ValidString.in("keep", "disable"), Importance.LOW,
+            .define(
+                    CACHING,
+                    Type.STRING,
+                    "keep",
+                    ValidString.in("keep", "disable"),
+                    Importance.LOW,
                     "keep: key-value stores keep the caching layer the application asked for (the "
                             + "default in Kafka Streams): a task running on its StreamThread caches as stock "
                             + "does, and a record on a worker writes its key through to the store and "
@@ -86,13 +133,21 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "key-value store gets a caching layer (every update is forwarded, no store "
                             + "lock is taken on the workers). Window and session stores never cache "
                             + "under streamshard.")
-            .define(STATUS_LISTENER, Type.STRING, "", Importance.LOW,
+            .define(
+                    STATUS_LISTENER,
+                    Type.STRING,
+                    "",
+                    Importance.LOW,
                     "host:port of the instance's read-only status listener: gRPC "
                             + "streamshard.v1.Status, GET /api/status (JSON) and GET / (a live page), all "
                             + "on this one port. Empty: off. A loopback address (127.0.0.1, ::1, "
                             + "localhost) unless " + "streamshard.status.allow.remote=true; port 0 picks a "
                             + "free one (logged, and given by StreamShard.statusAddress).")
-            .define(STATUS_ALLOW_REMOTE, Type.BOOLEAN, false, Importance.LOW,
+            .define(
+                    STATUS_ALLOW_REMOTE,
+                    Type.BOOLEAN,
+                    false,
+                    Importance.LOW,
                     "Let streamshard.status.listener bind to an address other hosts can reach. The "
                             + "listener has no authentication: it shows topology, task ids, offsets and "
                             + "streamshard.* settings (never any other setting).");
@@ -165,13 +220,15 @@ public final class StreamShardConfig extends AbstractConfig {
         int perTask = c.getInt(MAX_INFLIGHT_PER_TASK);
         int total = c.getInt(MAX_INFLIGHT);
         if (perTask > total) {
-            throw new ConfigException(MAX_INFLIGHT_PER_TASK, perTask,
-                    "must not exceed " + MAX_INFLIGHT + " (" + total + ")");
+            throw new ConfigException(
+                    MAX_INFLIGHT_PER_TASK, perTask, "must not exceed " + MAX_INFLIGHT + " (" + total + ")");
         }
         long drain = c.getLong(DRAIN_TIMEOUT_MS);
         long maxPoll = maxPollInterval(props);
         if (drain >= maxPoll) {
-            throw new ConfigException(DRAIN_TIMEOUT_MS, drain,
+            throw new ConfigException(
+                    DRAIN_TIMEOUT_MS,
+                    drain,
                     "must be below " + MAX_POLL_INTERVAL_MS + " (" + maxPoll + ") so that a stuck "
                             + "drain fails the StreamThread before the group evicts it");
         }
@@ -204,7 +261,9 @@ public final class StreamShardConfig extends AbstractConfig {
             int eq = piece.indexOf('=');
             if (eq < 0) {
                 if (last == null) {
-                    throw new ConfigException("streamshard agent argument", args,
+                    throw new ConfigException(
+                            "streamshard agent argument",
+                            args,
                             "must be key=value pairs separated by commas, e.g. inline.below.us=0,workers=16");
                 }
                 out.put(last, out.get(last) + "," + piece.trim());
@@ -215,8 +274,11 @@ public final class StreamShardConfig extends AbstractConfig {
                 key = PREFIX + key;
             }
             if (!DEF.names().contains(key)) {
-                throw new ConfigException(key, piece.substring(eq + 1).trim(), "unknown streamshard setting, from "
-                        + "the agent argument; known: " + String.join(", ", new java.util.TreeSet<>(DEF.names())));
+                throw new ConfigException(
+                        key,
+                        piece.substring(eq + 1).trim(),
+                        "unknown streamshard setting, from " + "the agent argument; known: "
+                                + String.join(", ", new java.util.TreeSet<>(DEF.names())));
             }
             out.put(key, piece.substring(eq + 1).trim());
             last = key;
@@ -314,7 +376,8 @@ public final class StreamShardConfig extends AbstractConfig {
             port = -1;
         }
         if (host.isEmpty() || port < 0 || port > 65_535) {
-            throw new ConfigException(STATUS_LISTENER, v, "must be host:port, e.g. 127.0.0.1:7071 (port 0: any free port)");
+            throw new ConfigException(
+                    STATUS_LISTENER, v, "must be host:port, e.g. 127.0.0.1:7071 (port 0: any free port)");
         }
         if (!getBoolean(STATUS_ALLOW_REMOTE)) {
             java.net.InetAddress[] addrs;
@@ -325,9 +388,12 @@ public final class StreamShardConfig extends AbstractConfig {
             }
             for (java.net.InetAddress a : addrs) {
                 if (!a.isLoopbackAddress()) {
-                    throw new ConfigException(STATUS_LISTENER, v, host + " (" + a.getHostAddress()
-                            + ") is not a loopback address; the status listener has no authentication, so it binds "
-                            + "only to loopback unless " + STATUS_ALLOW_REMOTE + "=true");
+                    throw new ConfigException(
+                            STATUS_LISTENER,
+                            v,
+                            host + " (" + a.getHostAddress()
+                                    + ") is not a loopback address; the status listener has no authentication, so it binds "
+                                    + "only to loopback unless " + STATUS_ALLOW_REMOTE + "=true");
                 }
             }
         }
@@ -355,14 +421,23 @@ public final class StreamShardConfig extends AbstractConfig {
 
     /** The settings as a Markdown table, for the README. */
     public static String toMarkdown() {
-        StringBuilder b = new StringBuilder("| key | type | default | valid values | meaning |\n|---|---|---|---|---|\n");
+        StringBuilder b =
+                new StringBuilder("| key | type | default | valid values | meaning |\n|---|---|---|---|---|\n");
         for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
-            Object dflt = k.defaultValue instanceof List<?> && ((List<?>) k.defaultValue).isEmpty() ? "(empty)"
+            Object dflt = k.defaultValue instanceof List<?> && ((List<?>) k.defaultValue).isEmpty()
+                    ? "(empty)"
                     : k.defaultValue;
-            b.append("| `").append(k.name).append("` | ").append(k.type.toString().toLowerCase(Locale.ROOT))
-                    .append(" | `").append(dflt).append("` | ")
+            b.append("| `")
+                    .append(k.name)
+                    .append("` | ")
+                    .append(k.type.toString().toLowerCase(Locale.ROOT))
+                    .append(" | `")
+                    .append(dflt)
+                    .append("` | ")
                     .append(k.validator == null ? "" : k.validator.toString())
-                    .append(" | ").append(k.documentation).append(" |\n");
+                    .append(" | ")
+                    .append(k.documentation)
+                    .append(" |\n");
         }
         return b.toString();
     }

@@ -52,6 +52,7 @@ public final class StreamShardMetrics {
     private long snapshotAt;
     /** For the rates: a snapshot at least RATE_WINDOW_NANOS old, and the newest one that may replace it. */
     private SchedulerMetrics rateBase;
+
     private long rateBaseAt;
     private SchedulerMetrics rateNext;
     private long rateNextAt;
@@ -64,23 +65,39 @@ public final class StreamShardMetrics {
         this.clientTags = Map.of("client-id", clientId);
         instance("workers", "Worker threads of this instance.", s -> workers);
         instance("in-flight", "Records running on a worker now, all tasks.", s -> s.totals.running());
-        instance("queued", "Records handed to the scheduler and waiting (behind their key, or for a worker).",
+        instance(
+                "queued",
+                "Records handed to the scheduler and waiting (behind their key, or for a worker).",
                 s -> s.totals.queued());
-        instance("slots-in-use", "Slots taken by unfinished records, of streamshard.max.inflight.",
+        instance(
+                "slots-in-use",
+                "Slots taken by unfinished records, of streamshard.max.inflight.",
                 s -> s.totals.queued() + s.totals.running());
-        instance("handoffs-total", "Records handed to the workers since the instance started.",
+        instance(
+                "handoffs-total",
+                "Records handed to the workers since the instance started.",
                 s -> s.totals.submitted());
         instance("completed-total", "Records the workers finished.", s -> s.totals.finished());
-        instance("handoffs-rate", "Records handed to the workers per second, over the last 1 to 2 s of readings.",
+        instance(
+                "handoffs-rate",
+                "Records handed to the workers per second, over the last 1 to 2 s of readings.",
                 s -> rate(x -> x.totals.submitted()));
-        instance("completed-rate", "Records the workers finished per second, over the last 1 to 2 s of readings.",
+        instance(
+                "completed-rate",
+                "Records the workers finished per second, over the last 1 to 2 s of readings.",
                 s -> rate(x -> x.totals.finished()));
         instance("failed-total", "Records that failed on a worker.", s -> s.totals.failures());
-        instance("wait-time-avg-ns", "Mean time from hand-off to a worker taking the record, sampled, ns.",
+        instance(
+                "wait-time-avg-ns",
+                "Mean time from hand-off to a worker taking the record, sampled, ns.",
                 s -> s.wait.meanNanos());
-        instance("wait-time-max-ns", "Longest sampled time from hand-off to a worker taking the record, ns.",
+        instance(
+                "wait-time-max-ns",
+                "Longest sampled time from hand-off to a worker taking the record, ns.",
                 s -> s.wait.maxNanos);
-        instance("run-time-avg-ns", "Mean time a worker runs a record's processor chain, sampled, ns.",
+        instance(
+                "run-time-avg-ns",
+                "Mean time a worker runs a record's processor chain, sampled, ns.",
                 s -> s.run.meanNanos());
         instance("run-time-max-ns", "Longest sampled time a worker ran a record, ns.", s -> s.run.maxNanos);
     }
@@ -99,41 +116,73 @@ public final class StreamShardMetrics {
         tags.put("task-id", taskId);
         List<MetricName> names = new ArrayList<>();
         Function<SchedulerMetrics, SchedulerMetrics.Task> own = s -> s.task(t.subtopology(), t.partition());
-        names.add(add("mode", "Where the task's records run: parallel, split (a parallel part and an ordered "
-                + "serial region) or inline (on the StreamThread, records too cheap to hand off).", tags,
+        names.add(add(
+                "mode",
+                "Where the task's records run: parallel, split (a parallel part and an ordered "
+                        + "serial region) or inline (on the StreamThread, records too cheap to hand off).",
+                tags,
                 (Gauge<String>) (c, now) -> t.mode()));
         names.add(task("queued", "The task's records waiting in the scheduler.", tags, own, x -> x.queued));
         names.add(task("in-flight", "The task's records running on a worker now.", tags, own, x -> x.running));
-        names.add(task("handoffs-total", "The task's records handed to the workers (since its scheduler "
-                + "registration).", tags, own, x -> x.submitted));
+        names.add(task(
+                "handoffs-total",
+                "The task's records handed to the workers (since its scheduler " + "registration).",
+                tags,
+                own,
+                x -> x.submitted));
         names.add(task("completed-total", "The task's records the workers finished.", tags, own, x -> x.finished));
-        names.add(add("completed-rate", "The task's records the workers finished per second, over the last 1 to 2 s "
-                + "of readings.", tags, (Gauge<Double>) (c, now) -> rate(x -> {
+        names.add(add(
+                "completed-rate",
+                "The task's records the workers finished per second, over the last 1 to 2 s " + "of readings.",
+                tags,
+                (Gauge<Double>) (c, now) -> rate(x -> {
                     SchedulerMetrics.Task m = x.task(t.subtopology(), t.partition());
                     return m == null ? 0 : m.finished;
                 })));
         names.add(task("failed-total", "The task's records that failed on a worker.", tags, own, x -> x.failures));
         names.add(task("active-keys", "Keys with unfinished records now.", tags, own, x -> x.activeKeys));
-        names.add(task("deepest-key-queue", "The most unfinished records one key has had at once.", tags, own,
+        names.add(task(
+                "deepest-key-queue",
+                "The most unfinished records one key has had at once.",
+                tags,
+                own,
                 x -> x.maxKeyDepth));
-        names.add(task("wait-time-avg-ns", "Mean time from hand-off to a worker taking one of the task's records "
-                + "(waiting behind its key or for a worker), sampled, ns.", tags, own, x -> x.wait.meanNanos()));
-        names.add(task("wait-time-max-ns", "Longest sampled wait of the task's records, ns.", tags, own,
+        names.add(task(
+                "wait-time-avg-ns",
+                "Mean time from hand-off to a worker taking one of the task's records "
+                        + "(waiting behind its key or for a worker), sampled, ns.",
+                tags,
+                own,
+                x -> x.wait.meanNanos()));
+        names.add(task(
+                "wait-time-max-ns",
+                "Longest sampled wait of the task's records, ns.",
+                tags,
+                own,
                 x -> x.wait.maxNanos));
-        names.add(task("run-time-avg-ns", "Mean time a worker runs one of the task's records, sampled, ns.", tags,
-                own, x -> x.run.meanNanos()));
-        names.add(task("run-time-max-ns", "Longest sampled run of the task's records, ns.", tags, own,
-                x -> x.run.maxNanos));
-        names.add(add("serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags,
-                (Gauge<Double>) (c, now) -> (double) t.serialBacklog()));
-        names.add(add("drain-total", "Drains (commit, suspend, punctuation, close, switch to inline) that "
-                + "waited for the task's records.", tags, (Gauge<Double>) (c, now) -> (double) t.drains()));
+        names.add(task(
+                "run-time-avg-ns",
+                "Mean time a worker runs one of the task's records, sampled, ns.",
+                tags,
+                own,
+                x -> x.run.meanNanos()));
+        names.add(task(
+                "run-time-max-ns", "Longest sampled run of the task's records, ns.", tags, own, x -> x.run.maxNanos));
+        names.add(add(
+                "serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags, (Gauge<Double>)
+                        (c, now) -> (double) t.serialBacklog()));
+        names.add(add(
+                "drain-total",
+                "Drains (commit, suspend, punctuation, close, switch to inline) that "
+                        + "waited for the task's records.",
+                tags,
+                (Gauge<Double>) (c, now) -> (double) t.drains()));
         names.add(add("drain-time-avg-ns", "Mean time a drain waited, ns.", tags, (Gauge<Double>) (c, now) -> {
             long n = t.drains();
             return n == 0 ? Double.NaN : (double) t.drainNanosTotal() / n;
         }));
-        names.add(add("drain-time-max-ns", "Longest time a drain waited, ns.", tags,
-                (Gauge<Double>) (c, now) -> (double) t.drainNanosMax()));
+        names.add(add("drain-time-max-ns", "Longest time a drain waited, ns.", tags, (Gauge<Double>)
+                (c, now) -> (double) t.drainNanosMax()));
         taskMetrics.put(t, names);
     }
 
@@ -156,16 +205,21 @@ public final class StreamShardMetrics {
         } catch (RuntimeException e) {
             if (!refused) {
                 refused = true;
-                org.slf4j.LoggerFactory.getLogger("io.streamshard").warn(
-                        "streamshard: the metrics registry refused {} ({}); streamshard runs on without it", n,
-                        e.toString());
+                org.slf4j.LoggerFactory.getLogger("io.streamshard")
+                        .warn(
+                                "streamshard: the metrics registry refused {} ({}); streamshard runs on without it",
+                                n,
+                                e.toString());
             }
         }
     }
 
-
-    private MetricName task(String name, String description, Map<String, String> tags,
-            Function<SchedulerMetrics, SchedulerMetrics.Task> own, ToDoubleFunction<SchedulerMetrics.Task> value) {
+    private MetricName task(
+            String name,
+            String description,
+            Map<String, String> tags,
+            Function<SchedulerMetrics, SchedulerMetrics.Task> own,
+            ToDoubleFunction<SchedulerMetrics.Task> value) {
         return add(name, description, tags, (Gauge<Double>) (c, now) -> {
             SchedulerMetrics.Task x = own.apply(snapshot());
             return x == null ? 0.0 : value.applyAsDouble(x);

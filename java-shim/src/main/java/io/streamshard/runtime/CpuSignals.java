@@ -56,6 +56,7 @@ interface CpuSignals {
         private static final int CORES = Runtime.getRuntime().availableProcessors();
         /** When the last reading was taken, ns; 0: none. */
         private static long readAt;
+
         private static boolean spare;
 
         private SystemLoad() {}

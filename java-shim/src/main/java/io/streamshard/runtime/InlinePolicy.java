@@ -47,12 +47,14 @@ public final class InlinePolicy {
     private volatile int timed;
     /** The current block of inline records (StreamThread only: inline, nothing runs elsewhere). */
     private long blockSum;
+
     private long blockMax;
     private int blockCount;
     /** The last block's mean without its slowest record, ns (-1: none yet). */
     private long lastBlockNanos = -1;
     /** The StreamThread's run-queue wait and CPU time when the block began, ns (-1: not known), and the clock. */
     private long blockWaitStart = -1;
+
     private long blockCpuStart = -1;
     private long blockWallStart;
     private double lastCpuShare = -1;

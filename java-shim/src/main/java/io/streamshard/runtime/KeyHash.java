@@ -35,8 +35,7 @@ public final class KeyHash {
                 v4 = round(v4, le64(b, i + 24));
                 i += 32;
             } while (i <= limit);
-            h = Long.rotateLeft(v1, 1) + Long.rotateLeft(v2, 7) + Long.rotateLeft(v3, 12)
-                    + Long.rotateLeft(v4, 18);
+            h = Long.rotateLeft(v1, 1) + Long.rotateLeft(v2, 7) + Long.rotateLeft(v3, 12) + Long.rotateLeft(v4, 18);
             h = merge(h, v1);
             h = merge(h, v2);
             h = merge(h, v3);
@@ -80,9 +79,14 @@ public final class KeyHash {
     }
 
     private static long le64(byte[] b, int i) {
-        return (b[i] & 0xFFL) | (b[i + 1] & 0xFFL) << 8 | (b[i + 2] & 0xFFL) << 16
-                | (b[i + 3] & 0xFFL) << 24 | (b[i + 4] & 0xFFL) << 32 | (b[i + 5] & 0xFFL) << 40
-                | (b[i + 6] & 0xFFL) << 48 | (b[i + 7] & 0xFFL) << 56;
+        return (b[i] & 0xFFL)
+                | (b[i + 1] & 0xFFL) << 8
+                | (b[i + 2] & 0xFFL) << 16
+                | (b[i + 3] & 0xFFL) << 24
+                | (b[i + 4] & 0xFFL) << 32
+                | (b[i + 5] & 0xFFL) << 40
+                | (b[i + 6] & 0xFFL) << 48
+                | (b[i + 7] & 0xFFL) << 56;
     }
 
     private static int le32(byte[] b, int i) {

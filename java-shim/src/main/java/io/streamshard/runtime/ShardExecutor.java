@@ -29,8 +29,7 @@ public final class ShardExecutor implements AutoCloseable {
         ShardTask task;
     }
 
-    public ShardExecutor(String name, int workerCount, int maxInflight, int maxInflightPerTask,
-            long drainTimeoutMs) {
+    public ShardExecutor(String name, int workerCount, int maxInflight, int maxInflightPerTask, long drainTimeoutMs) {
         this.scheduler = NativeScheduler.create(maxInflight, maxInflightPerTask, 1 << 16, 1 << 16, 3);
         this.table = new Work[maxInflight];
         for (int i = 0; i < maxInflight; i++) {
@@ -48,8 +47,8 @@ public final class ShardExecutor implements AutoCloseable {
     }
 
     public static ShardExecutor create(StreamShardConfig config, String name) {
-        return new ShardExecutor(name, config.workers(), config.maxInflight(),
-                config.maxInflightPerTask(), config.drainTimeoutMs());
+        return new ShardExecutor(
+                name, config.workers(), config.maxInflight(), config.maxInflightPerTask(), config.drainTimeoutMs());
     }
 
     /** Registers a stream task (sub-topology and partition numbers, as Kafka Streams names it). */
@@ -185,8 +184,8 @@ public final class ShardExecutor implements AutoCloseable {
             w.task = this;
             int code;
             try {
-                code = scheduler.submit(handle, partition, offset, key != null,
-                        key == null ? 0 : KeyHash.of(key), slot);
+                code = scheduler.submit(
+                        handle, partition, offset, key != null, key == null ? 0 : KeyHash.of(key), slot);
             } catch (TaskFailedException e) {
                 w.run = null;
                 w.task = null;

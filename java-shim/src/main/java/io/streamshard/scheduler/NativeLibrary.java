@@ -23,8 +23,13 @@ public final class NativeLibrary {
      * Every platform the jar carries a library for. The glibc builds need glibc 2.17 or later
      * (RHEL/CentOS 7 and everything since); the musl ones are for Alpine and other musl systems.
      */
-    public static final java.util.List<String> PLATFORMS = java.util.List.of("linux-x86_64", "linux-aarch64",
-            "linux-x86_64-musl", "linux-aarch64-musl", "macos-aarch64", "macos-x86_64");
+    public static final java.util.List<String> PLATFORMS = java.util.List.of(
+            "linux-x86_64",
+            "linux-aarch64",
+            "linux-x86_64-musl",
+            "linux-aarch64-musl",
+            "macos-aarch64",
+            "macos-x86_64");
 
     private static volatile boolean loaded;
 
@@ -62,8 +67,10 @@ public final class NativeLibrary {
     }
 
     private static NativeLibraryException notFound(String resource) {
-        return new NativeLibraryException("streamshard: native library " + resource
-                + " not found on the class path (is the streamshard jar complete?)", null);
+        return new NativeLibraryException(
+                "streamshard: native library " + resource
+                        + " not found on the class path (is the streamshard jar complete?)",
+                null);
     }
 
     /** The library for this JVM's platform, or a {@link NativeLibraryException} naming what it is. */
@@ -72,8 +79,10 @@ public final class NativeLibrary {
         String arch = System.getProperty("os.arch", "?");
         String platform = platform(os, arch, os.toLowerCase(Locale.ROOT).startsWith("linux") && musl());
         if (platform == null) {
-            throw new NativeLibraryException("streamshard: no native library for " + os + "/" + arch
-                    + "; the jar carries " + String.join(", ", PLATFORMS), null);
+            throw new NativeLibraryException(
+                    "streamshard: no native library for " + os + "/" + arch + "; the jar carries "
+                            + String.join(", ", PLATFORMS),
+                    null);
         }
         return DIRECTORY + platform + "/" + fileName(platform);
     }
@@ -144,9 +153,11 @@ public final class NativeLibrary {
             Module m = NativeLibrary.class.getModule();
             Object on = Module.class.getMethod("isNativeAccessEnabled").invoke(m);
             if (Boolean.FALSE.equals(on)) {
-                io.streamshard.agent.AgentLog.info(ClassLoader.getSystemClassLoader(), "streamshard: loading the "
-                        + "native scheduler; add --enable-native-access=ALL-UNNAMED to the java command to allow it "
-                        + "without the JVM's warning");
+                io.streamshard.agent.AgentLog.info(
+                        ClassLoader.getSystemClassLoader(),
+                        "streamshard: loading the "
+                                + "native scheduler; add --enable-native-access=ALL-UNNAMED to the java command to allow it "
+                                + "without the JVM's warning");
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
             // Before Java 22 there is no such check, and no warning.
@@ -172,13 +183,12 @@ public final class NativeLibrary {
             return file;
         } catch (IOException e) {
             throw new NativeLibraryException(
-                    "streamshard: cannot extract native library " + resource
-                            + (file == null ? "" : " to " + file) + ": " + e,
+                    "streamshard: cannot extract native library " + resource + (file == null ? "" : " to " + file)
+                            + ": " + e,
                     e);
         } catch (UnsatisfiedLinkError e) {
             throw new NativeLibraryException(
-                    "streamshard: cannot load native library " + file + " (from " + resource + "): "
-                            + e.getMessage(),
+                    "streamshard: cannot load native library " + file + " (from " + resource + "): " + e.getMessage(),
                     e);
         }
     }

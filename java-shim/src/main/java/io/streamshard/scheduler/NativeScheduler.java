@@ -52,8 +52,7 @@ public final class NativeScheduler implements AutoCloseable {
      * @throws IllegalArgumentException naming the invalid argument
      */
     public static NativeScheduler create(
-            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask,
-            int timingSampleShift) {
+            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask, int timingSampleShift) {
         NativeLibrary.load();
         long h = create0(maxInflight, maxInflightPerTask, maxTasks, maxPartitionsPerTask, timingSampleShift);
         return new NativeScheduler(h);
@@ -344,8 +343,7 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     private static native long create0(
-            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask,
-            int timingSampleShift);
+            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask, int timingSampleShift);
 
     private static native void destroy(long h);
 

@@ -18,8 +18,15 @@ public final class PartitionProgress {
     private final long lastSubmitted;
     private final long committable;
 
-    public PartitionProgress(long submitted, long queued, long running, long finished,
-            long failed, long lowestUnfinished, long lastSubmitted, long committable) {
+    public PartitionProgress(
+            long submitted,
+            long queued,
+            long running,
+            long finished,
+            long failed,
+            long lowestUnfinished,
+            long lastSubmitted,
+            long committable) {
         this.submitted = submitted;
         this.queued = queued;
         this.running = running;
@@ -83,12 +90,15 @@ public final class PartitionProgress {
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(submitted, queued, running, finished, failed, lowestUnfinished, lastSubmitted, committable);
+        return java.util.Objects.hash(
+                submitted, queued, running, finished, failed, lowestUnfinished, lastSubmitted, committable);
     }
 
     @Override
     public String toString() {
-        return "PartitionProgress[submitted=" + submitted + ", queued=" + queued + ", running=" + running + ", finished=" + finished + ", failed=" + failed + ", lowestUnfinished=" + lowestUnfinished + ", lastSubmitted=" + lastSubmitted + ", committable=" + committable + "]";
+        return "PartitionProgress[submitted=" + submitted + ", queued=" + queued + ", running=" + running
+                + ", finished=" + finished + ", failed=" + failed + ", lowestUnfinished=" + lowestUnfinished
+                + ", lastSubmitted=" + lastSubmitted + ", committable=" + committable + "]";
     }
 
     static PartitionProgress of(long[] v) {

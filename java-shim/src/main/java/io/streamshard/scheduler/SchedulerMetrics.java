@@ -12,11 +12,13 @@ import java.util.Map;
 public final class SchedulerMetrics {
     /** Longs before the task rows, and per row (the layout of {@code metrics0}). */
     static final int HEAD = 13;
+
     static final int ROW = 18;
 
     public final Totals totals;
     /** Sampled times from hand-off to dispatch, and from dispatch to completion, all tasks. */
     public final Times wait;
+
     public final Times run;
     private final Map<Long, Task> tasks;
 
@@ -54,6 +56,7 @@ public final class SchedulerMetrics {
         public final long maxKeyDepth;
         /** Sampled times of this task's records: hand-off to dispatch, and dispatch to completion. */
         public final Times wait;
+
         public final Times run;
 
         Task(long[] v, int at) {

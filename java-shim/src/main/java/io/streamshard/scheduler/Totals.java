@@ -66,7 +66,8 @@ public final class Totals {
 
     @Override
     public String toString() {
-        return "Totals[submitted=" + submitted + ", finished=" + finished + ", failures=" + failures + ", dropped=" + dropped + ", queued=" + queued + ", running=" + running + "]";
+        return "Totals[submitted=" + submitted + ", finished=" + finished + ", failures=" + failures + ", dropped="
+                + dropped + ", queued=" + queued + ", running=" + running + "]";
     }
 
     static Totals of(long[] v) {

@@ -8,6 +8,7 @@ public final class Json {
     private final StringBuilder b = new StringBuilder(4096);
     /** Whether the current object or array has a member already, per nesting level. */
     private boolean[] more = new boolean[16];
+
     private int depth;
     private boolean afterKey;
 

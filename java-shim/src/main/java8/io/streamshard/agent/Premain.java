@@ -50,8 +50,9 @@ public final class Premain {
                 return;
             }
             shareAgentLayer(inst);
-            Class.forName("io.streamshard.agent.StreamShardAgent").getMethod("premain", Instrumentation.class,
-                    String.class).invoke(null, inst, args);
+            Class.forName("io.streamshard.agent.StreamShardAgent")
+                    .getMethod("premain", Instrumentation.class, String.class)
+                    .invoke(null, inst, args);
         } catch (Throwable t) {
             Throwable cause = t instanceof java.lang.reflect.InvocationTargetException ? t.getCause() : t;
             System.err.println("[streamshard] ERROR io.streamshard - streamshard: the agent could not start (" + cause
@@ -71,7 +72,11 @@ public final class Premain {
     static void shareAgentLayer(Instrumentation inst) throws IOException {
         File self;
         try {
-            self = new File(Premain.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            self = new File(Premain.class
+                    .getProtectionDomain()
+                    .getCodeSource()
+                    .getLocation()
+                    .toURI());
         } catch (java.net.URISyntaxException | RuntimeException e) {
             throw new IOException("cannot locate the streamshard jar: " + e, e);
         }

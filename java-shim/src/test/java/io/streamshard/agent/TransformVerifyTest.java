@@ -33,19 +33,27 @@ class TransformVerifyTest {
         Map<String, byte[]> transformed = new HashMap<>();
         try (ClassFileLocator locator = VersionGuardTest.locator(version, version)) {
             TypePool pool = TypePool.Default.of(locator);
-            assertThat(StreamShardAgent.verify(pool, version, VersionGuardTest.index()).problems).isEmpty();
-            for (Map.Entry<String, List<AsmVisitorWrapper>> e : StreamShardAgent.visitors(pool, locator).entrySet()) {
-                DynamicType.Builder<?> b = new ByteBuddy().decorate(pool.describe(e.getKey()).resolve(), locator);
+            assertThat(StreamShardAgent.verify(pool, version, VersionGuardTest.index()).problems)
+                    .isEmpty();
+            for (Map.Entry<String, List<AsmVisitorWrapper>> e :
+                    StreamShardAgent.visitors(pool, locator).entrySet()) {
+                DynamicType.Builder<?> b =
+                        new ByteBuddy().decorate(pool.describe(e.getKey()).resolve(), locator);
                 for (AsmVisitorWrapper v : e.getValue()) {
                     b = b.visit(v);
                 }
                 transformed.put(e.getKey(), b.make().getBytes());
             }
         }
-        assertThat(transformed).containsKeys("org.apache.kafka.streams.processor.internals.StreamTask",
-                "org.apache.kafka.streams.KafkaStreams");
-        List<URL> urls = new ArrayList<>(List.of(streams.toURI().toURL(), clients.toURI().toURL(),
-                VersionGuardTest.jar("slf4j-api").toURI().toURL(), VersionGuardTest.ourClasses().toUri().toURL(),
+        assertThat(transformed)
+                .containsKeys(
+                        "org.apache.kafka.streams.processor.internals.StreamTask",
+                        "org.apache.kafka.streams.KafkaStreams");
+        List<URL> urls = new ArrayList<>(List.of(
+                streams.toURI().toURL(),
+                clients.toURI().toURL(),
+                VersionGuardTest.jar("slf4j-api").toURI().toURL(),
+                VersionGuardTest.ourClasses().toUri().toURL(),
                 ByteBuddy.class.getProtectionDomain().getCodeSource().getLocation()));
         try (Isolated loader = new Isolated(urls.toArray(new URL[0]), transformed)) {
             for (String name : transformed.keySet()) {
@@ -56,12 +64,15 @@ class TransformVerifyTest {
                 Class<?> c = Class.forName(h.replace('/', '.'), true, loader);
                 assertThat(c.getClassLoader()).as(h).isSameAs(loader);
             }
-            Class<?> compat = Class.forName("org.apache.kafka.streams.processor.internals.StreamShardCompat", true,
-                    loader);
+            Class<?> compat =
+                    Class.forName("org.apache.kafka.streams.processor.internals.StreamShardCompat", true, loader);
             java.lang.reflect.Field f = compat.getDeclaredField("COMPAT");
             f.setAccessible(true);
-            assertThat(f.get(null).getClass().getName()).isEqualTo(version.startsWith("3.") || version.startsWith("4.0")
-                    ? VersionGuardTest.UPTO_40 : VersionGuardTest.SINCE_41);
+            assertThat(f.get(null).getClass().getName())
+                    .isEqualTo(
+                            version.startsWith("3.") || version.startsWith("4.0")
+                                    ? VersionGuardTest.UPTO_40
+                                    : VersionGuardTest.SINCE_41);
         }
     }
 

@@ -35,15 +35,23 @@ class VersionGuardTest {
 
     /** streamshard's own compiled classes (target/classes), without the test class path's Kafka. */
     static Path ourClasses() throws Exception {
-        return Paths.get(StreamShardAgent.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        return Paths.get(StreamShardAgent.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
     }
 
     static ClassFileLocator locator(String streams, String clients) throws Exception {
-        return new ClassFileLocator.Compound(ClassFileLocator.ForJarFile.of(jar("kafka-streams-" + streams)),
+        return new ClassFileLocator.Compound(
+                ClassFileLocator.ForJarFile.of(jar("kafka-streams-" + streams)),
                 ClassFileLocator.ForJarFile.of(jar("kafka-clients-" + clients)),
                 new ClassFileLocator.ForFolder(ourClasses().toFile()),
-                ClassFileLocator.ForJarFile.of(new File(net.bytebuddy.ByteBuddy.class.getProtectionDomain().getCodeSource()
-                        .getLocation().toURI())),
+                ClassFileLocator.ForJarFile.of(new File(net.bytebuddy.ByteBuddy.class
+                        .getProtectionDomain()
+                        .getCodeSource()
+                        .getLocation()
+                        .toURI())),
                 ClassFileLocator.ForClassLoader.ofBootLoader());
     }
 
@@ -57,8 +65,10 @@ class VersionGuardTest {
         try (ClassFileLocator l = locator(version, version)) {
             KafkaReferences.Result r = StreamShardAgent.verify(TypePool.Default.of(l), version, index());
             assertThat(r.problems).isEmpty();
-            assertThat(r.variants).containsEntry("org.apache.kafka.streams.processor.internals.StreamShardCompat",
-                    version.startsWith("3.") || version.startsWith("4.0") ? UPTO_40 : SINCE_41);
+            assertThat(r.variants)
+                    .containsEntry(
+                            "org.apache.kafka.streams.processor.internals.StreamShardCompat",
+                            version.startsWith("3.") || version.startsWith("4.0") ? UPTO_40 : SINCE_41);
         }
     }
 
@@ -73,11 +83,19 @@ class VersionGuardTest {
             assertThat(applied.contains("StreamTaskAdvice$PrepareCommit")).isEqualTo(!before41);
             assertThat(applied.contains("StreamTaskAdvice$PrepareCommitUpto40")).isEqualTo(before41);
             assertThat(applied.contains("RecordDeserializerAdvice$Deserialize")).isEqualTo(before41);
-            assertThat(applied.stream().filter("TaskManagerAdvice$ClosingDirty"::equals).count())
+            assertThat(applied.stream()
+                            .filter("TaskManagerAdvice$ClosingDirty"::equals)
+                            .count())
                     .isEqualTo(before41 ? 2 : 0);
-            assertThat(applied.contains("StreamTaskAdvice$MaybeAddTerminalE2ELatency")).isEqualTo(accumulator);
-            assertThat(applied).contains("StreamTaskAdvice$DoProcess", "ProcessorContextAdvice$ForwardInternal",
-                    "StreamTaskAdvice$Constructor", "KafkaStreamsAdvice$Constructor", "StreamTaskAdvice$Revive");
+            assertThat(applied.contains("StreamTaskAdvice$MaybeAddTerminalE2ELatency"))
+                    .isEqualTo(accumulator);
+            assertThat(applied)
+                    .contains(
+                            "StreamTaskAdvice$DoProcess",
+                            "ProcessorContextAdvice$ForwardInternal",
+                            "StreamTaskAdvice$Constructor",
+                            "KafkaStreamsAdvice$Constructor",
+                            "StreamTaskAdvice$Revive");
         }
     }
 
@@ -85,7 +103,8 @@ class VersionGuardTest {
     void theIndexCoversTheHelpersAndTheAdvice() throws Exception {
         List<KafkaReferences.Ref> refs = index();
         assertThat(refs.stream().map(r -> r.from).distinct().collect(Collectors.toList()))
-                .contains("org/apache/kafka/streams/processor/internals/ShardedTask",
+                .contains(
+                        "org/apache/kafka/streams/processor/internals/ShardedTask",
                         "org/apache/kafka/streams/processor/internals/StreamTaskAdvice$DoProcess",
                         "org/apache/kafka/streams/processor/internals/StreamShardCompat$Since41",
                         "org/apache/kafka/streams/processor/internals/StreamShardCompat$Upto40$Carrier");
@@ -93,10 +112,15 @@ class VersionGuardTest {
                 .contains("org/apache/kafka/streams/processor/internals/StreamShardCompat$Since41 METHOD "
                         + "org/apache/kafka/streams/processor/internals/StampedRecord rawKey ()[B");
         List<String> helpers = KafkaReferences.lines(StreamShardAgent.class.getClassLoader(), KafkaReferences.HELPERS);
-        assertThat(helpers).contains("org/apache/kafka/streams/processor/internals/ShardedTask",
-                "io/streamshard/StreamShard", "io/streamshard/config/StreamShardConfig");
-        assertThat(helpers).noneMatch(h -> h.startsWith("io/streamshard/agent/") || h.startsWith(
-                "io/streamshard/scheduler/") || h.contains("Advice"));
+        assertThat(helpers)
+                .contains(
+                        "org/apache/kafka/streams/processor/internals/ShardedTask",
+                        "io/streamshard/StreamShard",
+                        "io/streamshard/config/StreamShardConfig");
+        assertThat(helpers)
+                .noneMatch(h -> h.startsWith("io/streamshard/agent/")
+                        || h.startsWith("io/streamshard/scheduler/")
+                        || h.contains("Advice"));
     }
 
     @Test
@@ -104,12 +128,17 @@ class VersionGuardTest {
         try (ClassFileLocator l = locator("3.7.2", "3.7.2")) {
             List<String> problems = StreamShardAgent.verify(TypePool.Default.of(l), "3.7.2", index()).problems;
             // Its age, and what the helpers use that it lacks (3.7 has no FailedProcessingException).
-            assertThat(problems).containsExactly(
-                    "Kafka Streams 3.7.2 is older than 3.9, the oldest version streamshard serves",
-                    "class org.apache.kafka.streams.errors.internals.FailedProcessingException not found");
-            String log = stderrOf(() -> assertThat(StreamShardAgent.guard(null, problems, "3.7.2")).isFalse());
-            assertThat(log).contains("ERROR").contains("cannot instrument Kafka Streams 3.7.2")
-                    .contains("older than 3.9").contains("runs stock");
+            assertThat(problems)
+                    .containsExactly(
+                            "Kafka Streams 3.7.2 is older than 3.9, the oldest version streamshard serves",
+                            "class org.apache.kafka.streams.errors.internals.FailedProcessingException not found");
+            String log = stderrOf(() ->
+                    assertThat(StreamShardAgent.guard(null, problems, "3.7.2")).isFalse());
+            assertThat(log)
+                    .contains("ERROR")
+                    .contains("cannot instrument Kafka Streams 3.7.2")
+                    .contains("older than 3.9")
+                    .contains("runs stock");
             assertThat(log.lines().filter(x -> x.contains("ERROR")).count()).isEqualTo(1);
         }
     }
@@ -119,21 +148,32 @@ class VersionGuardTest {
         // Kafka Streams 4.4 with kafka-clients 4.3: 4.4's StreamTask takes a LogContext from a package
         // 4.3's clients do not have.
         try (ClassFileLocator l = locator("4.4.0", "4.3.1")) {
-            List<String> problems = StreamShardAgent.verify(TypePool.Default.of(l), "4.4.0 (with kafka-clients 4.3.1)",
-                    index()).problems;
-            assertThat(problems).anySatisfy(p -> assertThat(p).contains("StreamTask.<init>")
-                    .contains("org.apache.kafka.common.utils.internals.LogContext"));
+            List<String> problems = StreamShardAgent.verify(
+                            TypePool.Default.of(l), "4.4.0 (with kafka-clients 4.3.1)", index())
+                    .problems;
+            assertThat(problems)
+                    .anySatisfy(p -> assertThat(p)
+                            .contains("StreamTask.<init>")
+                            .contains("org.apache.kafka.common.utils.internals.LogContext"));
         }
     }
 
     @Test
     void theVersionIsReadFromTheJarsWithoutLoadingAClass() throws Exception {
-        try (URLClassLoader l = new URLClassLoader(new java.net.URL[] {jar("kafka-streams-4.4.0").toURI().toURL(),
-                jar("kafka-clients-4.3.1").toURI().toURL()}, ClassLoader.getPlatformClassLoader())) {
+        try (URLClassLoader l = new URLClassLoader(
+                new java.net.URL[] {
+                    jar("kafka-streams-4.4.0").toURI().toURL(),
+                    jar("kafka-clients-4.3.1").toURI().toURL()
+                },
+                ClassLoader.getPlatformClassLoader())) {
             assertThat(StreamShardAgent.version(l)).isEqualTo("4.4.0 (with kafka-clients 4.3.1)");
         }
-        try (URLClassLoader l = new URLClassLoader(new java.net.URL[] {jar("kafka-streams-3.9.2").toURI().toURL(),
-                jar("kafka-clients-3.9.2").toURI().toURL()}, ClassLoader.getPlatformClassLoader())) {
+        try (URLClassLoader l = new URLClassLoader(
+                new java.net.URL[] {
+                    jar("kafka-streams-3.9.2").toURI().toURL(),
+                    jar("kafka-clients-3.9.2").toURI().toURL()
+                },
+                ClassLoader.getPlatformClassLoader())) {
             assertThat(StreamShardAgent.version(l)).isEqualTo("3.9.2");
         }
         assertThat(StreamShardAgent.older("3.8.1", "3.9")).isTrue();
@@ -149,13 +189,15 @@ class VersionGuardTest {
         assertThat(KafkaReferences.majorVersion(Files.readAllBytes(root.resolve("io/streamshard/agent/Premain.class"))))
                 .isEqualTo(52);
         try (Stream<Path> files = Files.walk(root)) {
-            List<Path> newer = files.filter(p -> p.toString().endsWith(".class")).filter(p -> {
-                try {
-                    return KafkaReferences.majorVersion(Files.readAllBytes(p)) > 55;
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }).collect(Collectors.toList());
+            List<Path> newer = files.filter(p -> p.toString().endsWith(".class"))
+                    .filter(p -> {
+                        try {
+                            return KafkaReferences.majorVersion(Files.readAllBytes(p)) > 55;
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    })
+                    .collect(Collectors.toList());
             assertThat(newer).as("classes newer than Java 11").isEmpty();
         }
     }

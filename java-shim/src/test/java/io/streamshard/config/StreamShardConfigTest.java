@@ -57,8 +57,8 @@ class StreamShardConfigTest {
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.enabled", "maybe")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.enabled");
-        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
-                        "streamshard.max.inflight.per.task", "500", "streamshard.max.inflight", "100")))
+        assertThatThrownBy(() -> StreamShardConfig.from(
+                        Map.of("streamshard.max.inflight.per.task", "500", "streamshard.max.inflight", "100")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.max.inflight.per.task");
     }
@@ -89,59 +89,79 @@ class StreamShardConfigTest {
             }
             for (long bad : new long[] {min - 1, max + 1}) {
                 assertThatThrownBy(() -> StreamShardConfig.from(with.apply(bad)))
-                        .as("%s=%d", key, bad).isInstanceOf(ConfigException.class).hasMessageContaining(key);
+                        .as("%s=%d", key, bad)
+                        .isInstanceOf(ConfigException.class)
+                        .hasMessageContaining(key);
             }
         }
-        StreamShardConfig one = StreamShardConfig.from(Map.of("streamshard.max.inflight", "1",
-                "streamshard.max.inflight.per.task", "1"));
+        StreamShardConfig one = StreamShardConfig.from(
+                Map.of("streamshard.max.inflight", "1", "streamshard.max.inflight.per.task", "1"));
         assertThat(one.maxInflight()).isEqualTo(1);
-        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "1")).drainTimeoutMs()).isEqualTo(1);
-        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "299999")).drainTimeoutMs())
+        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "1"))
+                        .drainTimeoutMs())
+                .isEqualTo(1);
+        assertThat(StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", "299999"))
+                        .drainTimeoutMs())
                 .isEqualTo(299_999);
         for (String bad : new String[] {"0", "300000", Long.toString(Long.MAX_VALUE), "9223372036854775808"}) {
             assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.drain.timeout.ms", bad)))
-                    .as(bad).isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.drain.timeout.ms");
+                    .as(bad)
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("streamshard.drain.timeout.ms");
         }
     }
 
     @Test
     void drainTimeoutMustStayUnderMaxPollInterval() {
-        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
-                        "streamshard.drain.timeout.ms", "60000", "max.poll.interval.ms", "30000")))
+        assertThatThrownBy(() -> StreamShardConfig.from(
+                        Map.of("streamshard.drain.timeout.ms", "60000", "max.poll.interval.ms", "30000")))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.drain.timeout.ms")
                 .hasMessageContaining("max.poll.interval.ms");
         assertThat(StreamShardConfig.from(Map.of(
-                        "streamshard.drain.timeout.ms", "10000", "main.consumer.max.poll.interval.ms", "30000"))
-                .drainTimeoutMs()).isEqualTo(10_000);
+                                "streamshard.drain.timeout.ms", "10000", "main.consumer.max.poll.interval.ms", "30000"))
+                        .drainTimeoutMs())
+                .isEqualTo(10_000);
     }
 
     /** The README's configuration table is exactly what the definitions say. */
     @Test
     void theStatusListenerIsOffByDefaultAndLoopbackOnlyUnlessAllowed() {
         assertThat(StreamShardConfig.from(new Properties()).statusListener()).isNull();
-        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "127.0.0.1:7071")).statusListener())
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "127.0.0.1:7071"))
+                        .statusListener())
                 .containsExactly("127.0.0.1", "7071");
-        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "[::1]:0")).statusListener())
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "[::1]:0"))
+                        .statusListener())
                 .containsExactly("::1", "0");
-        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "localhost:7071")).statusListener())
+        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "localhost:7071"))
+                        .statusListener())
                 .containsExactly("localhost", "7071");
         for (String bad : List.of("7071", "127.0.0.1", "127.0.0.1:x", "127.0.0.1:70000", ":7071")) {
             assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.status.listener", bad)))
-                    .as(bad).isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.status.listener")
+                    .as(bad)
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("streamshard.status.listener")
                     .hasMessageContaining("host:port");
         }
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.status.listener", "0.0.0.0:7071")))
-                .isInstanceOf(ConfigException.class).hasMessageContaining("streamshard.status.listener")
-                .hasMessageContaining("not a loopback address").hasMessageContaining("streamshard.status.allow.remote");
-        assertThat(StreamShardConfig.from(Map.of("streamshard.status.listener", "0.0.0.0:7071",
-                "streamshard.status.allow.remote", "true")).statusListener()).containsExactly("0.0.0.0", "7071");
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.status.listener")
+                .hasMessageContaining("not a loopback address")
+                .hasMessageContaining("streamshard.status.allow.remote");
+        assertThat(StreamShardConfig.from(Map.of(
+                                "streamshard.status.listener",
+                                "0.0.0.0:7071",
+                                "streamshard.status.allow.remote",
+                                "true"))
+                        .statusListener())
+                .containsExactly("0.0.0.0", "7071");
     }
 
     @Test
     void onlyStreamshardSettingsAreShown() {
-        StreamShardConfig c = StreamShardConfig.from(Map.of("streamshard.workers", "16",
-                "sasl.jaas.config", "secret", "bootstrap.servers", "b:9092"));
+        StreamShardConfig c = StreamShardConfig.from(
+                Map.of("streamshard.workers", "16", "sasl.jaas.config", "secret", "bootstrap.servers", "b:9092"));
         assertThat(c.shown()).containsExactly(Map.entry("streamshard.workers", "16"));
     }
 
@@ -163,24 +183,32 @@ class StreamShardConfigTest {
     void settingsFromOutsideTheApplicationAreDefaultsTheApplicationOverrides() {
         StreamShardConfig c = StreamShardConfig.from(
                 Map.of("streamshard.workers", "8", "application.id", "app"),
-                Map.of("streamshard.workers", "4", "streamshard.drain.timeout.ms", "5000",
-                        "streamshard.it.bootstrap", "ignored: not a setting"),
+                Map.of(
+                        "streamshard.workers",
+                        "4",
+                        "streamshard.drain.timeout.ms",
+                        "5000",
+                        "streamshard.it.bootstrap",
+                        "ignored: not a setting"),
                 "inline.below.us=0,streamshard.drain.timeout.ms=7000,parallel.processors=A,B,caching=disable");
         assertThat(c.workers()).isEqualTo(8);
         assertThat(c.drainTimeoutMs()).isEqualTo(5_000);
         assertThat(c.inlineBelowNanos()).isZero();
         assertThat(c.parallelProcessors()).isEqualTo(List.of("A", "B"));
         assertThat(c.keepCaching()).isFalse();
-        assertThat(c.sources()).containsExactly(
-                Map.entry("streamshard.caching", StreamShardConfig.Source.AGENT_ARGUMENT),
-                Map.entry("streamshard.drain.timeout.ms", StreamShardConfig.Source.SYSTEM_PROPERTY),
-                Map.entry("streamshard.inline.below.us", StreamShardConfig.Source.AGENT_ARGUMENT),
-                Map.entry("streamshard.parallel.processors", StreamShardConfig.Source.AGENT_ARGUMENT),
-                Map.entry("streamshard.workers", StreamShardConfig.Source.APPLICATION));
-        assertThat(c.shown()).containsEntry("streamshard.inline.below.us", "0")
+        assertThat(c.sources())
+                .containsExactly(
+                        Map.entry("streamshard.caching", StreamShardConfig.Source.AGENT_ARGUMENT),
+                        Map.entry("streamshard.drain.timeout.ms", StreamShardConfig.Source.SYSTEM_PROPERTY),
+                        Map.entry("streamshard.inline.below.us", StreamShardConfig.Source.AGENT_ARGUMENT),
+                        Map.entry("streamshard.parallel.processors", StreamShardConfig.Source.AGENT_ARGUMENT),
+                        Map.entry("streamshard.workers", StreamShardConfig.Source.APPLICATION));
+        assertThat(c.shown())
+                .containsEntry("streamshard.inline.below.us", "0")
                 .containsEntry("streamshard.drain.timeout.ms", "5000")
                 .doesNotContainKey("streamshard.it.bootstrap");
-        assertThat(StreamShardConfig.from(Map.of(), Map.of(), "workers=4,,parallel.processors=A,").workers())
+        assertThat(StreamShardConfig.from(Map.of(), Map.of(), "workers=4,,parallel.processors=A,")
+                        .workers())
                 .isEqualTo(4);
         assertThat(StreamShardConfig.from(Map.of(), Map.of(), null).sources()).isEmpty();
         assertThat(StreamShardConfig.from(Map.of(), Map.of(), " ").sources()).isEmpty();
@@ -190,13 +218,16 @@ class StreamShardConfigTest {
     void badSettingsFromOutsideNameTheKeyAndWhereTheyCameFrom() {
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "workers=lots"))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("streamshard.workers").hasMessageContaining("agent argument");
+                .hasMessageContaining("streamshard.workers")
+                .hasMessageContaining("agent argument");
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of("streamshard.workers", "0"), null))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("streamshard.workers").hasMessageContaining("system property");
+                .hasMessageContaining("streamshard.workers")
+                .hasMessageContaining("system property");
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "inline.below.uss=0"))
                 .isInstanceOf(ConfigException.class)
-                .hasMessageContaining("streamshard.inline.below.uss").hasMessageContaining("unknown");
+                .hasMessageContaining("streamshard.inline.below.uss")
+                .hasMessageContaining("unknown");
         assertThatThrownBy(() -> StreamShardConfig.from(Map.of(), Map.of(), "16"))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("key=value");

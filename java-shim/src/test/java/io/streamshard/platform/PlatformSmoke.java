@@ -46,7 +46,9 @@ public final class PlatformSmoke {
         p.put("application.id", "platform-smoke");
         p.put("bootstrap.servers", "127.0.0.1:1");
         p.put("streamshard.workers", "2");
-        p.put("state.dir", java.nio.file.Files.createTempDirectory("platform-smoke").toString());
+        p.put(
+                "state.dir",
+                java.nio.file.Files.createTempDirectory("platform-smoke").toString());
         try (org.apache.kafka.streams.KafkaStreams streams = new org.apache.kafka.streams.KafkaStreams(b.build(), p)) {
             return io.streamshard.StreamShard.active(streams);
         }
@@ -81,33 +83,36 @@ public final class PlatformSmoke {
             long task = scheduler.registerTask(0, 0, false, 0);
             List<Thread> workers = new ArrayList<>();
             for (int w = 0; w < 2; w++) {
-                Thread t = new Thread(() -> {
-                    int done = -1;
-                    while (true) {
-                        int slot = scheduler.completeOneAndPoll(done, 50_000_000L);
-                        if (done >= 0) {
-                            free.add(done);
-                        }
-                        done = -1;
-                        if (slot == NativeScheduler.POLL_SHUTDOWN) {
-                            return;
-                        }
-                        if (slot < 0) {
-                            continue;
-                        }
-                        int key = keyOf[slot];
-                        if (running.incrementAndGet(key) != 1) {
-                            problem.compareAndSet(null, "key " + key + " ran on two threads at once");
-                        }
-                        int prev = lastSeq.getAndSet(key, seqOf[slot]);
-                        if (prev + 1 != seqOf[slot]) {
-                            problem.compareAndSet(null, "key " + key + " ran record " + seqOf[slot] + " after " + prev);
-                        }
-                        Thread.yield();
-                        running.decrementAndGet(key);
-                        done = slot;
-                    }
-                }, "smoke-worker-" + w);
+                Thread t = new Thread(
+                        () -> {
+                            int done = -1;
+                            while (true) {
+                                int slot = scheduler.completeOneAndPoll(done, 50_000_000L);
+                                if (done >= 0) {
+                                    free.add(done);
+                                }
+                                done = -1;
+                                if (slot == NativeScheduler.POLL_SHUTDOWN) {
+                                    return;
+                                }
+                                if (slot < 0) {
+                                    continue;
+                                }
+                                int key = keyOf[slot];
+                                if (running.incrementAndGet(key) != 1) {
+                                    problem.compareAndSet(null, "key " + key + " ran on two threads at once");
+                                }
+                                int prev = lastSeq.getAndSet(key, seqOf[slot]);
+                                if (prev + 1 != seqOf[slot]) {
+                                    problem.compareAndSet(
+                                            null, "key " + key + " ran record " + seqOf[slot] + " after " + prev);
+                                }
+                                Thread.yield();
+                                running.decrementAndGet(key);
+                                done = slot;
+                            }
+                        },
+                        "smoke-worker-" + w);
                 t.start();
                 workers.add(t);
             }
@@ -124,7 +129,8 @@ public final class PlatformSmoke {
                 while ((code = scheduler.submit(task, 0, offset, true, 1000 + key, slot)) < 0) {
                     Thread.sleep(1); // a cap: wait for the workers
                 }
-                if (code != NativeScheduler.SUBMIT_AVAILABLE && code != NativeScheduler.SUBMIT_TASK_FULL
+                if (code != NativeScheduler.SUBMIT_AVAILABLE
+                        && code != NativeScheduler.SUBMIT_TASK_FULL
                         && code != NativeScheduler.SUBMIT_GLOBAL_FULL) {
                     throw new IllegalStateException("submit returned " + code);
                 }

@@ -8,7 +8,8 @@ import org.junit.jupiter.api.Test;
 class PlatformSmokeTest {
     @Test
     void runsOnThisPlatform() throws Exception {
-        assertThat(PlatformSmoke.run(false)).startsWith("streamshard platform smoke: ok on ")
+        assertThat(PlatformSmoke.run(false))
+                .startsWith("streamshard platform smoke: ok on ")
                 .contains("committable " + PlatformSmoke.RECORDS);
     }
 }

@@ -224,7 +224,9 @@ class InlinePolicyTest {
         InlinePolicy p = new InlinePolicy(10_000, s);
         assertThat(runInline(p, s, 10 * InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.STAY);
         assertThat(p.inline()).isTrue();
-        assertThat(p.lastCpuShare()).as("a slow block was decided, and it computed").isGreaterThanOrEqualTo(0.99);
+        assertThat(p.lastCpuShare())
+                .as("a slow block was decided, and it computed")
+                .isGreaterThanOrEqualTo(0.99);
         // A core comes free: computing records that slow are worth a hand-off now.
         s.spare = true;
         assertThat(runInline(p, s, InlinePolicy.BLOCK, 40_000, true)).isEqualTo(Switch.TO_WORKERS);

@@ -128,7 +128,9 @@ class ShardExecutorTest {
             Thread closer = new Thread(() -> task.close(true));
             closer.start();
             Thread.sleep(50);
-            assertThat(closer.isAlive()).as("close waits for the running record").isTrue();
+            assertThat(closer.isAlive())
+                    .as("close waits for the running record")
+                    .isTrue();
             release.countDown();
             closer.join(10_000);
             assertThat(closer.isAlive()).isFalse();
@@ -150,7 +152,9 @@ class ShardExecutorTest {
         static void committablePastAll(ShardExecutor ex, ShardExecutor.ShardTask task, long records) {
             // Registered task handles are internal; the scheduler's totals cover the one task.
             assertThat(ex.scheduler().totals().finished()).isEqualTo(records);
-            assertThat(ex.scheduler().totals().queued() + ex.scheduler().totals().running()).isZero();
+            assertThat(ex.scheduler().totals().queued()
+                            + ex.scheduler().totals().running())
+                    .isZero();
         }
     }
 }

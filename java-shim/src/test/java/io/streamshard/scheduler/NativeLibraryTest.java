@@ -9,8 +9,8 @@ class NativeLibraryTest {
 
     @Test
     void missingLibraryNamesTheFileAndTheReason() {
-        assertThatThrownBy(() -> NativeLibrary.load("META-INF/native/linux-x86_64/libmissing.so",
-                        NativeLibraryTest.class.getClassLoader()))
+        assertThatThrownBy(() -> NativeLibrary.load(
+                        "META-INF/native/linux-x86_64/libmissing.so", NativeLibraryTest.class.getClassLoader()))
                 .isInstanceOf(NativeLibraryException.class)
                 .hasMessageContaining("META-INF/native/linux-x86_64/libmissing.so")
                 .hasMessageContaining("not found on the class path");
@@ -19,8 +19,8 @@ class NativeLibraryTest {
     @Test
     void unloadableLibraryNamesTheFileAndTheReason() {
         // A resource that exists but is not a shared library.
-        assertThatThrownBy(() -> NativeLibrary.load("io/streamshard/scheduler/not-a-library.so",
-                        NativeLibraryTest.class.getClassLoader()))
+        assertThatThrownBy(() -> NativeLibrary.load(
+                        "io/streamshard/scheduler/not-a-library.so", NativeLibraryTest.class.getClassLoader()))
                 .isInstanceOf(NativeLibraryException.class)
                 .hasMessageContaining("cannot load native library")
                 .hasMessageContaining("not-a-library.so");

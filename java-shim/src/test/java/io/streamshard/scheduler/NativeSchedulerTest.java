@@ -74,7 +74,9 @@ class NativeSchedulerTest {
             assertThat(x.running + x.queued).isEqualTo(2);
             assertThat(x.maxKeyDepth).isEqualTo(2);
             assertThat(x.failed).isFalse();
-            assertThat(x.wait.count).as("the task's two dispatched records, sampled").isEqualTo(2);
+            assertThat(x.wait.count)
+                    .as("the task's two dispatched records, sampled")
+                    .isEqualTo(2);
             assertThat(x.run.count).as("its one completed record").isEqualTo(1);
             assertThat(x.run.maxNanos).isGreaterThanOrEqualTo((long) x.run.meanNanos());
             assertThat(m.task(2, 8).submitted).isZero();
@@ -253,45 +255,47 @@ class NativeSchedulerTest {
             AtomicInteger concurrent = new AtomicInteger();
             List<Thread> pool = new ArrayList<>();
             for (int w = 0; w < workers; w++) {
-                Thread th = new Thread(() -> {
-                    int[] out = new int[4];
-                    int[] done = new int[4];
-                    int doneCount = 0;
-                    while (true) {
-                        int n = s.completeAndPoll(done, doneCount, out, TimeUnit.MILLISECONDS.toNanos(20));
-                        for (int i = 0; i < doneCount; i++) {
-                            free.add(done[i]);
-                        }
-                        doneCount = 0;
-                        if (n == NativeScheduler.POLL_SHUTDOWN) {
-                            return;
-                        }
-                        for (int i = 0; i < n; i++) {
-                            int slot = out[i];
-                            int key;
-                            long seq;
-                            synchronized (keyOf) {
-                                key = keyOf[slot];
-                                seq = seqOf[slot];
+                Thread th = new Thread(
+                        () -> {
+                            int[] out = new int[4];
+                            int[] done = new int[4];
+                            int doneCount = 0;
+                            while (true) {
+                                int n = s.completeAndPoll(done, doneCount, out, TimeUnit.MILLISECONDS.toNanos(20));
+                                for (int i = 0; i < doneCount; i++) {
+                                    free.add(done[i]);
+                                }
+                                doneCount = 0;
+                                if (n == NativeScheduler.POLL_SHUTDOWN) {
+                                    return;
+                                }
+                                for (int i = 0; i < n; i++) {
+                                    int slot = out[i];
+                                    int key;
+                                    long seq;
+                                    synchronized (keyOf) {
+                                        key = keyOf[slot];
+                                        seq = seqOf[slot];
+                                    }
+                                    if (inUse.getAndIncrement(key) != 0) {
+                                        violation.compareAndSet(null, "key " + key + " on two threads");
+                                    }
+                                    int c = concurrent.incrementAndGet();
+                                    maxConcurrent.accumulateAndGet(c, Math::max);
+                                    long last = lastSeq.get(key);
+                                    if (seq != last + 1) {
+                                        violation.compareAndSet(null, "key " + key + ": seq " + seq + " after " + last);
+                                    }
+                                    lastSeq.set(key, seq);
+                                    Thread.onSpinWait();
+                                    concurrent.decrementAndGet();
+                                    inUse.decrementAndGet(key);
+                                    processed.incrementAndGet();
+                                    done[doneCount++] = slot;
+                                }
                             }
-                            if (inUse.getAndIncrement(key) != 0) {
-                                violation.compareAndSet(null, "key " + key + " on two threads");
-                            }
-                            int c = concurrent.incrementAndGet();
-                            maxConcurrent.accumulateAndGet(c, Math::max);
-                            long last = lastSeq.get(key);
-                            if (seq != last + 1) {
-                                violation.compareAndSet(null, "key " + key + ": seq " + seq + " after " + last);
-                            }
-                            lastSeq.set(key, seq);
-                            Thread.onSpinWait();
-                            concurrent.decrementAndGet();
-                            inUse.decrementAndGet(key);
-                            processed.incrementAndGet();
-                            done[doneCount++] = slot;
-                        }
-                    }
-                }, "test-worker-" + w);
+                        },
+                        "test-worker-" + w);
                 th.start();
                 pool.add(th);
             }

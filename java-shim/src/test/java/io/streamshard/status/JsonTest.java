@@ -8,17 +8,29 @@ import org.junit.jupiter.api.Test;
 class JsonTest {
     @Test
     void writesNestedValuesWithCommasAndEscapes() {
-        String s = new Json().object()
+        String s = new Json()
+                .object()
                 .field("a", "x\"y\\z\n<\u0001>")
                 .field("n", 3L)
                 .field("none", (Long) null)
                 .field("b", true)
                 .field("list", List.of("p", "q"))
-                .key("o").object().field("k", (String) null).end()
-                .key("arr").array().object().end().raw("{\"r\":1}").value(-1L).endArray()
-                .end().toString();
-        assertThat(s).isEqualTo("{\"a\":\"x\\\"y\\\\z\\n<\\u0001>\",\"n\":3,\"none\":null,\"b\":true,"
-                + "\"list\":[\"p\",\"q\"],\"o\":{\"k\":null},\"arr\":[{},{\"r\":1},-1]}");
+                .key("o")
+                .object()
+                .field("k", (String) null)
+                .end()
+                .key("arr")
+                .array()
+                .object()
+                .end()
+                .raw("{\"r\":1}")
+                .value(-1L)
+                .endArray()
+                .end()
+                .toString();
+        assertThat(s)
+                .isEqualTo("{\"a\":\"x\\\"y\\\\z\\n<\\u0001>\",\"n\":3,\"none\":null,\"b\":true,"
+                        + "\"list\":[\"p\",\"q\"],\"o\":{\"k\":null},\"arr\":[{},{\"r\":1},-1]}");
     }
 
     @Test

@@ -34,18 +34,24 @@ public class SpringEnrichmentApp {
     }
 
     @Bean
-    KStream<String, String> orders(StreamsBuilder builder, @Value("${app.input}") String input,
-            @Value("${app.output}") String output, @Value("${app.slow.ms:5}") long slowMs) {
+    KStream<String, String> orders(
+            StreamsBuilder builder,
+            @Value("${app.input}") String input,
+            @Value("${app.output}") String output,
+            @Value("${app.slow.ms:5}") long slowMs) {
         KStream<String, String> orders = builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
         orders.mapValues(v -> {
                     LockSupport.parkNanos(Duration.ofMillis(slowMs).toNanos()); // the remote call
                     return v;
                 })
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
-                .aggregate(() -> "0:0", (k, v, agg) -> {
-                    String[] p = agg.split(":");
-                    return (Long.parseLong(p[0]) + 1) + ":" + (Long.parseLong(p[1]) + Long.parseLong(v));
-                }, Materialized.with(Serdes.String(), Serdes.String()))
+                .aggregate(
+                        () -> "0:0",
+                        (k, v, agg) -> {
+                            String[] p = agg.split(":");
+                            return (Long.parseLong(p[0]) + 1) + ":" + (Long.parseLong(p[1]) + Long.parseLong(v));
+                        },
+                        Materialized.with(Serdes.String(), Serdes.String()))
                 .toStream()
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         return orders;
@@ -54,20 +60,24 @@ public class SpringEnrichmentApp {
     /** Logs {@code StreamShard.explain} once the instance runs (the IT reads this line). */
     @Bean
     ApplicationRunner explainWhenRunning(StreamsBuilderFactoryBean factory) {
-        return args -> new Thread(() -> {
-            long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
-            while (System.nanoTime() < deadline) {
-                KafkaStreams streams = factory.getKafkaStreams();
-                if (streams != null && streams.state() == KafkaStreams.State.RUNNING) {
-                    Map<String, String> tasks = Explain.tasks(streams);
-                    if (!tasks.isEmpty()) {
-                        System.out.println("streamshard explain: " + tasks);
-                        return;
-                    }
-                }
-                LockSupport.parkNanos(Duration.ofMillis(200).toNanos());
-            }
-            System.out.println("streamshard explain: (not running)");
-        }, "explain").start();
+        return args -> new Thread(
+                        () -> {
+                            long deadline =
+                                    System.nanoTime() + Duration.ofMinutes(2).toNanos();
+                            while (System.nanoTime() < deadline) {
+                                KafkaStreams streams = factory.getKafkaStreams();
+                                if (streams != null && streams.state() == KafkaStreams.State.RUNNING) {
+                                    Map<String, String> tasks = Explain.tasks(streams);
+                                    if (!tasks.isEmpty()) {
+                                        System.out.println("streamshard explain: " + tasks);
+                                        return;
+                                    }
+                                }
+                                LockSupport.parkNanos(Duration.ofMillis(200).toNanos());
+                            }
+                            System.out.println("streamshard explain: (not running)");
+                        },
+                        "explain")
+                .start();
     }
 }

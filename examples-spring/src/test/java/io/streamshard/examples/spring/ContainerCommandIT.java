@@ -30,10 +30,13 @@ class ContainerCommandIT {
         List<String> entrypoint = null;
         for (String line : Files.readAllLines(dockerfile)) {
             Matcher copy = Pattern.compile("^COPY\\s+(\\S+)\\s+(\\S+)\\s*$").matcher(line);
-            Matcher env = Pattern.compile("^ENV\\s+JAVA_TOOL_OPTIONS=\"([^\"]*)\"\\s*$").matcher(line);
+            Matcher env = Pattern.compile("^ENV\\s+JAVA_TOOL_OPTIONS=\"([^\"]*)\"\\s*$")
+                    .matcher(line);
             Matcher entry = Pattern.compile("^ENTRYPOINT\\s+\\[(.*)]\\s*$").matcher(line);
             if (copy.matches()) {
-                copies.put(copy.group(2), context.resolve(copy.group(1)).normalize().toString());
+                copies.put(
+                        copy.group(2),
+                        context.resolve(copy.group(1)).normalize().toString());
             } else if (env.matches()) {
                 toolOptions = env.group(1);
             } else if (entry.matches()) {
@@ -44,20 +47,32 @@ class ContainerCommandIT {
             }
         }
         assertThat(copies).as(dockerfile.toString()).hasSize(2);
-        assertThat(copies.values()).as("the Dockerfile copies the jars this build made")
-                .containsExactlyInAnyOrder(Path.of(System.getProperty("streamshard.agent.jar")).normalize().toString(),
-                        Path.of(System.getProperty("streamshard.app.jar")).normalize().toString());
+        assertThat(copies.values())
+                .as("the Dockerfile copies the jars this build made")
+                .containsExactlyInAnyOrder(
+                        Path.of(System.getProperty("streamshard.agent.jar"))
+                                .normalize()
+                                .toString(),
+                        Path.of(System.getProperty("streamshard.app.jar"))
+                                .normalize()
+                                .toString());
         assertThat(toolOptions).as("ENV JAVA_TOOL_OPTIONS in %s", dockerfile).startsWith("-javaagent:");
-        assertThat(entrypoint).as("ENTRYPOINT in %s", dockerfile).isNotNull().first().isEqualTo("java");
+        assertThat(entrypoint)
+                .as("ENTRYPOINT in %s", dockerfile)
+                .isNotNull()
+                .first()
+                .isEqualTo("java");
 
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String part : entrypoint.subList(1, entrypoint.size())) {
             command.add(local(part, copies));
         }
-        assertThat(command).as("the agent comes from JAVA_TOOL_OPTIONS only").noneMatch(a -> a.startsWith("-javaagent"));
-        String log = SpringBootIT.runsEveryTaskParallelWithExactResults(command,
-                Map.of("JAVA_TOOL_OPTIONS", local(toolOptions, copies)));
+        assertThat(command)
+                .as("the agent comes from JAVA_TOOL_OPTIONS only")
+                .noneMatch(a -> a.startsWith("-javaagent"));
+        String log = SpringBootIT.runsEveryTaskParallelWithExactResults(
+                command, Map.of("JAVA_TOOL_OPTIONS", local(toolOptions, copies)));
         assertThat(log).contains("Picked up JAVA_TOOL_OPTIONS: -javaagent:");
     }
 

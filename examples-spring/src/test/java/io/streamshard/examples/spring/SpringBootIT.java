@@ -36,9 +36,13 @@ class SpringBootIT {
     @Test
     void theFatJarRunsEveryTaskParallelWithExactResults() throws Exception {
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        runsEveryTaskParallelWithExactResults(List.of(java.toString(),
-                "-javaagent:" + System.getProperty("streamshard.agent.jar"), "-jar",
-                System.getProperty("streamshard.app.jar")), Map.of());
+        runsEveryTaskParallelWithExactResults(
+                List.of(
+                        java.toString(),
+                        "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                        "-jar",
+                        System.getProperty("streamshard.app.jar")),
+                Map.of());
     }
 
     /**
@@ -54,8 +58,10 @@ class SpringBootIT {
         Properties common = new Properties();
         common.put("bootstrap.servers", BOOTSTRAP);
         try (Admin admin = Admin.create(common)) {
-            admin.createTopics(List.of(new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(output, PARTITIONS,
-                    (short) 1))).all().get();
+            admin.createTopics(List.of(
+                            new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(output, PARTITIONS, (short) 1)))
+                    .all()
+                    .get();
         }
         Map<String, long[]> expected = new HashMap<>();
         Properties pp = new Properties();
@@ -76,10 +82,12 @@ class SpringBootIT {
 
         File log = Files.createTempFile("streamshard-spring", ".log").toFile();
         List<String> cmd = new java.util.ArrayList<>(command);
-        cmd.addAll(List.of("--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
+        cmd.addAll(List.of(
+                "--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
                 "--spring.kafka.streams.application-id=it-spring-" + suffix,
                 "--spring.kafka.streams.properties.state.dir=" + Files.createTempDirectory("spring-state"),
-                "--app.input=" + input, "--app.output=" + output));
+                "--app.input=" + input,
+                "--app.output=" + output));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log);
         pb.environment().putAll(env);
         Process app = pb.start();
@@ -96,16 +104,24 @@ class SpringBootIT {
                 c.subscribe(List.of(output));
                 long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
                 while (!done(expected, latest) && System.nanoTime() < deadline) {
-                    assertThat(app.isAlive()).as("the app is alive; log %s", log).isTrue();
+                    assertThat(app.isAlive())
+                            .as("the app is alive; log %s", log)
+                            .isTrue();
                     for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
                         latest.put(r.key(), r.value());
                     }
                 }
             }
             text = waitFor(log, "streamshard explain: ");
-            assertThat(text).as("log %s", log).contains("streamshard: agent installed on Kafka Streams 4.1")
-                    .doesNotContain("cannot instrument").doesNotContain("could not start");
-            String explain = text.lines().filter(l -> l.startsWith("streamshard explain: ")).findFirst().orElseThrow();
+            assertThat(text)
+                    .as("log %s", log)
+                    .contains("streamshard: agent installed on Kafka Streams 4.1")
+                    .doesNotContain("cannot instrument")
+                    .doesNotContain("could not start");
+            String explain = text.lines()
+                    .filter(l -> l.startsWith("streamshard explain: "))
+                    .findFirst()
+                    .orElseThrow();
             for (int p = 0; p < PARTITIONS; p++) {
                 assertThat(explain).as("log %s", log).contains("0_" + p + "=parallel");
             }
@@ -115,7 +131,8 @@ class SpringBootIT {
             app.waitFor();
         }
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
-            assertThat(latest.get(e.getKey())).as("customer %s; log %s", e.getKey(), log)
+            assertThat(latest.get(e.getKey()))
+                    .as("customer %s; log %s", e.getKey(), log)
                     .isEqualTo(e.getValue()[0] + ":" + e.getValue()[1]);
         }
         return text;

@@ -16,7 +16,9 @@ public final class InternalTopologyBuilderAdvice {
     /** InternalTopologyBuilder.rewriteTopology exit. */
     public static final class RewriteTopology {
         @Advice.OnMethodExit
-        static void exit(@Advice.This InternalTopologyBuilder builder, @Advice.Argument(0) StreamsConfig config,
+        static void exit(
+                @Advice.This InternalTopologyBuilder builder,
+                @Advice.Argument(0) StreamsConfig config,
                 @Advice.FieldValue("stateFactories") Map<String, StoreFactory> factories) {
             StreamShardInstances.disableCaching(builder, config, factories);
         }

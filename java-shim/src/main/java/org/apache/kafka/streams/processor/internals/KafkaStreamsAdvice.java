@@ -16,7 +16,8 @@ public final class KafkaStreamsAdvice {
     /** KafkaStreams private constructor exit. */
     public static final class Constructor {
         @Advice.OnMethodExit
-        static void exit(@Advice.This KafkaStreams streams,
+        static void exit(
+                @Advice.This KafkaStreams streams,
                 @Advice.FieldValue("applicationConfigs") StreamsConfig config,
                 @Advice.FieldValue("streamsMetrics") Object metrics,
                 @Advice.FieldValue("clientId") String clientId,

@@ -17,7 +17,9 @@ public final class ProcessorContextAdvice {
      */
     public static final class ForwardInternal {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.This Object context, @Advice.Argument(0) ProcessorNode<?, ?, ?, ?> child,
+        static boolean enter(
+                @Advice.This Object context,
+                @Advice.Argument(0) ProcessorNode<?, ?, ?, ?> child,
                 @Advice.Argument(1) org.apache.kafka.streams.processor.api.Record<?, ?> record) {
             return StreamShardFrames.park(context, child, record);
         }

@@ -14,7 +14,8 @@ public final class RecordDeserializerAdvice {
     /** RecordDeserializer.deserialize exit, before Kafka Streams 4.1: the result keeps the raw bytes. */
     public static final class Deserialize {
         @Advice.OnMethodExit
-        static void exit(@Advice.Argument(1) org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> raw,
+        static void exit(
+                @Advice.Argument(1) org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> raw,
                 @Advice.Return(readOnly = false)
                         org.apache.kafka.clients.consumer.ConsumerRecord<Object, Object> deserialized) {
             deserialized = StreamShardCompat.Upto40.carry(deserialized, raw);

@@ -51,13 +51,16 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private boolean threadMayHaveCached = true;
     /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
     private final InlinePolicy inline;
+
     private final int maxBacklog;
     /** The ordered hand-back into the serial region; null if the task has none. */
     final SerialRegion serialRegion;
+
     private ShardExecutor.ShardTask shard;
 
     /** Drain statistics: written by the StreamThread only, read by metrics readers. */
     private volatile long drains;
+
     private volatile long drainNanosTotal;
     private volatile long drainNanosMax;
 
@@ -117,7 +120,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     /** The task's own process-latency sensor (DEBUG), recorded for the records streamshard runs. */
     private final Sensor processLatency;
 
-    ShardedTask(StreamShardInstances.Instance instance, StreamTask task, Classification classification,
+    ShardedTask(
+            StreamShardInstances.Instance instance,
+            StreamTask task,
+            Classification classification,
             Sensor processLatency) {
         this.instance = instance;
         this.processLatency = processLatency;
@@ -171,8 +177,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     private ShardExecutor.ShardTask shard() {
         if (shard == null) {
-            shard = instance.executor.register(task.id().subtopology(), task.id().partition(),
-                    instance.config.unorderedNullKeys());
+            shard = instance.executor.register(
+                    task.id().subtopology(), task.id().partition(), instance.config.unorderedNullKeys());
         }
         return shard;
     }
@@ -235,8 +241,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         ProcessorRecordContext recordContext = StreamShardCompat.COMPAT.context(record);
         // As stock's doProcess: the source node's end-to-end latency, at dequeue, on the StreamThread.
         task.maybeRecordE2ELatency(record.timestamp, wallClockTime, source.name());
-        Ticket t = new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime,
-                task.streamTime());
+        Ticket t =
+                new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime, task.streamTime());
         if (threadMayHaveCached) {
             // Nothing of the task is on a worker (see the flag): what its StreamThread left dirty
             // in the caches is forwarded now, before a worker could write those keys through.
@@ -273,14 +279,19 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                 long average = inline.averageNanos();
                 drain();
                 inline.drained();
-                StreamShardInstances.LOG.info("streamshard: task {} runs its records on the StreamThread: {} µs each, "
-                        + "below {}", task.id(), average / 1000.0, StreamShardConfig.INLINE_BELOW_US);
+                StreamShardInstances.LOG.info(
+                        "streamshard: task {} runs its records on the StreamThread: {} µs each, " + "below {}",
+                        task.id(),
+                        average / 1000.0,
+                        StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
                 double share = inline.lastCpuShare();
-                StreamShardInstances.LOG.info("streamshard: task {} hands its records to the workers: {} µs each{}",
-                        task.id(), inline.lastBlockNanos() / 1000.0, share < 0 ? ""
-                                : String.format(" (on the CPU %.0f%% of the time)", 100 * share));
+                StreamShardInstances.LOG.info(
+                        "streamshard: task {} hands its records to the workers: {} µs each{}",
+                        task.id(),
+                        inline.lastBlockNanos() / 1000.0,
+                        share < 0 ? "" : String.format(" (on the CPU %.0f%% of the time)", 100 * share));
                 break;
             default:
                 break;
@@ -360,8 +371,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             }
         }
         if (serialRegion != null && !serialRegion.empty()) {
-            throw new IllegalStateException("streamshard: task " + task.id() + " drained with "
-                    + serialRegion.backlog() + " records still before its serial region");
+            throw new IllegalStateException("streamshard: task " + task.id() + " drained with " + serialRegion.backlog()
+                    + " records still before its serial region");
         }
     }
 

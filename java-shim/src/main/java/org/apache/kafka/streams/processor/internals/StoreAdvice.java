@@ -18,7 +18,9 @@ public final class StoreAdvice {
      */
     public static final class CachingPutInternal {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.This Object store, @Advice.Argument(0) org.apache.kafka.common.utils.Bytes key,
+        static boolean enter(
+                @Advice.This Object store,
+                @Advice.Argument(0) org.apache.kafka.common.utils.Bytes key,
                 @Advice.Argument(1) byte[] value,
                 @Advice.FieldValue("streamThread") Thread streamThread,
                 @Advice.FieldValue("flushListener") Object listener,
@@ -48,7 +50,8 @@ public final class StoreAdvice {
      */
     public static final class InMemoryIterator {
         @Advice.OnMethodExit
-        static void exit(@Advice.This Object store,
+        static void exit(
+                @Advice.This Object store,
                 @Advice.Return(readOnly = false) org.apache.kafka.streams.state.KeyValueIterator<?, ?> iterator) {
             iterator = StreamShardStores.locked(store, iterator);
         }

@@ -33,7 +33,8 @@ public abstract class StreamShardCompat {
             name = hasRawBytes() ? Since41.class.getName() : Upto40.class.getName();
         }
         try {
-            return (StreamShardCompat) Class.forName(name).getDeclaredConstructor().newInstance();
+            return (StreamShardCompat)
+                    Class.forName(name).getDeclaredConstructor().newInstance();
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("streamshard: cannot create " + name, e);
         }
@@ -62,14 +63,20 @@ public abstract class StreamShardCompat {
 
         @Override
         ProcessorRecordContext context(StampedRecord record) {
-            return new ProcessorRecordContext(record.timestamp, record.offset(), record.partition(), record.topic(),
-                    record.headers(), record.rawKey(), record.rawValue());
+            return new ProcessorRecordContext(
+                    record.timestamp,
+                    record.offset(),
+                    record.partition(),
+                    record.topic(),
+                    record.headers(),
+                    record.rawKey(),
+                    record.rawValue());
         }
 
         @Override
         ProcessorRecordContext withHeaders(ProcessorRecordContext c, Headers headers) {
-            return new ProcessorRecordContext(c.timestamp(), c.offset(), c.partition(), c.topic(), headers,
-                    c.sourceRawKey(), c.sourceRawValue());
+            return new ProcessorRecordContext(
+                    c.timestamp(), c.offset(), c.partition(), c.topic(), headers, c.sourceRawKey(), c.sourceRawValue());
         }
     }
 
@@ -93,8 +100,8 @@ public abstract class StreamShardCompat {
 
         @Override
         ProcessorRecordContext context(StampedRecord record) {
-            return new ProcessorRecordContext(record.timestamp, record.offset(), record.partition(), record.topic(),
-                    record.headers());
+            return new ProcessorRecordContext(
+                    record.timestamp, record.offset(), record.partition(), record.topic(), record.headers());
         }
 
         @Override
@@ -103,8 +110,8 @@ public abstract class StreamShardCompat {
         }
 
         /** RecordDeserializer.deserialize exit: the deserialized record, carrying the raw bytes. */
-        public static ConsumerRecord<Object, Object> carry(ConsumerRecord<Object, Object> deserialized,
-                ConsumerRecord<byte[], byte[]> raw) {
+        public static ConsumerRecord<Object, Object> carry(
+                ConsumerRecord<Object, Object> deserialized, ConsumerRecord<byte[], byte[]> raw) {
             if (deserialized == null || raw == null) {
                 return deserialized;
             }
@@ -117,8 +124,18 @@ public abstract class StreamShardCompat {
             final byte[] rawValue;
 
             Carrier(ConsumerRecord<Object, Object> r, byte[] rawKey, byte[] rawValue) {
-                super(r.topic(), r.partition(), r.offset(), r.timestamp(), r.timestampType(), r.serializedKeySize(),
-                        r.serializedValueSize(), r.key(), r.value(), r.headers(), r.leaderEpoch());
+                super(
+                        r.topic(),
+                        r.partition(),
+                        r.offset(),
+                        r.timestamp(),
+                        r.timestampType(),
+                        r.serializedKeySize(),
+                        r.serializedValueSize(),
+                        r.key(),
+                        r.value(),
+                        r.headers(),
+                        r.leaderEpoch());
                 this.rawKey = rawKey;
                 this.rawValue = rawValue;
             }

@@ -19,7 +19,9 @@ public final class StreamShardFrames {
         boolean parks(ProcessorNode<?, ?, ?, ?> child);
 
         /** Keeps the forward of {@code record} into {@code child}, made with {@code frame}. */
-        void park(ProcessorNode<?, ?, ?, ?> child, org.apache.kafka.streams.processor.api.Record<?, ?> record,
+        void park(
+                ProcessorNode<?, ?, ?, ?> child,
+                org.apache.kafka.streams.processor.api.Record<?, ?> record,
                 Frame frame);
     }
 
@@ -34,8 +36,13 @@ public final class StreamShardFrames {
         /** Where forwards into the serial region are parked; null: run every forward directly. */
         final Parking parkOn;
 
-        Frame(Object context, ProcessorRecordContext recordContext, ProcessorNode<?, ?, ?, ?> node, long systemTimeMs,
-                long streamTimeMs, Parking parkOn) {
+        Frame(
+                Object context,
+                ProcessorRecordContext recordContext,
+                ProcessorNode<?, ?, ?, ?> node,
+                long systemTimeMs,
+                long streamTimeMs,
+                Parking parkOn) {
             this.context = context;
             this.recordContext = recordContext;
             this.currentNode = node;
@@ -53,7 +60,9 @@ public final class StreamShardFrames {
      * in the ThreadLocal while it is zero (a thread always sees its own push).
      */
     private static final ThreadLocal<Frame> OTHER_THREADS = new ThreadLocal<>();
-    private static final java.util.concurrent.atomic.AtomicInteger OTHERS = new java.util.concurrent.atomic.AtomicInteger();
+
+    private static final java.util.concurrent.atomic.AtomicInteger OTHERS =
+            new java.util.concurrent.atomic.AtomicInteger();
 
     static void push(Frame f) {
         Thread t = Thread.currentThread();
@@ -95,7 +104,9 @@ public final class StreamShardFrames {
      * ProcessorContextImpl.forwardInternal entry: true if this forward goes into the serial region
      * from a worker, in which case it was parked for the serial runner and must not run here.
      */
-    public static boolean park(Object context, ProcessorNode<?, ?, ?, ?> child,
+    public static boolean park(
+            Object context,
+            ProcessorNode<?, ?, ?, ?> child,
             org.apache.kafka.streams.processor.api.Record<?, ?> record) {
         Frame f = of(context);
         if (f == null || f.parkOn == null || !f.parkOn.parks(child)) {

@@ -48,8 +48,13 @@ public final class StreamShardInstances {
         /** The status listener's feed, or null when it is off. */
         volatile StreamShardStatus status;
 
-        Instance(KafkaStreams streams, StreamShardConfig config, ShardExecutor executor, String defaultKeySerde,
-                io.streamshard.metrics.StreamShardMetrics metrics, boolean eos) {
+        Instance(
+                KafkaStreams streams,
+                StreamShardConfig config,
+                ShardExecutor executor,
+                String defaultKeySerde,
+                io.streamshard.metrics.StreamShardMetrics metrics,
+                boolean eos) {
             this.eos = eos;
             this.streams = streams;
             this.config = config;
@@ -94,8 +99,8 @@ public final class StreamShardInstances {
      * StreamTask.maybePunctuateSystemTime for streamshard's tasks (null: not one, run the stock
      * body): one clock reading decides, drains and punctuates.
      */
-    public static Boolean punctuateSystemTime(StreamTask task, org.apache.kafka.common.utils.Time time,
-            PunctuationQueue queue) {
+    public static Boolean punctuateSystemTime(
+            StreamTask task, org.apache.kafka.common.utils.Time time, PunctuationQueue queue) {
         ShardedTask s = TASKS.get(task);
         if (s == null) {
             return null;
@@ -110,7 +115,11 @@ public final class StreamShardInstances {
     // ---------------------------------------------------------------- instances
 
     /** KafkaStreams constructor exit. */
-    public static void instanceCreated(KafkaStreams streams, StreamsConfig config, Object metrics, String clientId,
+    public static void instanceCreated(
+            KafkaStreams streams,
+            StreamsConfig config,
+            Object metrics,
+            String clientId,
             org.apache.kafka.common.metrics.Metrics registry) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
         if (!cfg.enabled()) {
@@ -136,16 +145,21 @@ public final class StreamShardInstances {
             return;
         }
         Object keySerde = config.originals().get(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG);
-        String defaultKeySerde = keySerde instanceof Class<?> ? ((Class<?>) keySerde).getName() : keySerde == null ? null
-                : keySerde.toString().trim();
-        Instance instance = new Instance(streams, cfg, executor, defaultKeySerde,
+        String defaultKeySerde = keySerde instanceof Class<?>
+                ? ((Class<?>) keySerde).getName()
+                : keySerde == null ? null : keySerde.toString().trim();
+        Instance instance = new Instance(
+                streams,
+                cfg,
+                executor,
+                defaultKeySerde,
                 new io.streamshard.metrics.StreamShardMetrics(registry, clientId, executor, cfg.workers()),
                 org.apache.kafka.streams.internals.StreamsConfigUtils.eosEnabled(config));
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
-        instance.status = StreamShardStatus.start(instance, clientId,
-                String.valueOf(config.originals().get(StreamsConfig.APPLICATION_ID_CONFIG)));
+        instance.status = StreamShardStatus.start(
+                instance, clientId, String.valueOf(config.originals().get(StreamsConfig.APPLICATION_ID_CONFIG)));
     }
 
     /** The tasks streamshard runs for {@code instance}. */
@@ -261,8 +275,8 @@ public final class StreamShardInstances {
      * keys' records there); key-value stores keep it unless {@code streamshard.caching=disable}
      * ({@link StreamShardStores#writeThrough}).
      */
-    public static void disableCaching(InternalTopologyBuilder builder, StreamsConfig config,
-            Map<String, StoreFactory> factories) {
+    public static void disableCaching(
+            InternalTopologyBuilder builder, StreamsConfig config, Map<String, StoreFactory> factories) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
         if (!cfg.enabled() || instanceStockReason(config.originals()) != null || builder.topologyName() != null) {
             return; // a named topology's tasks run stock (NAMED_TOPOLOGY), with stock's caching
@@ -286,27 +300,41 @@ public final class StreamShardInstances {
      * the status listener tell an instance's tasks apart by sub-topology and partition, which two
      * named topologies share, so such tasks run stock. Found by Kafka's PauseResumeIntegrationTest.
      */
-    static final Classification NAMED_TOPOLOGY = new Classification(Map.of(), List.of(), Classification.Mode.STOCK,
+    static final Classification NAMED_TOPOLOGY = new Classification(
+            Map.of(),
+            List.of(),
+            Classification.Mode.STOCK,
             "a task of a named topology (Kafka Streams' internal NamedTopology API) runs stock");
 
     /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
-    public static void taskCreated(StreamTask task, Object metrics, org.apache.kafka.common.metrics.Sensor processLatency) {
+    public static void taskCreated(
+            StreamTask task, Object metrics, org.apache.kafka.common.metrics.Sensor processLatency) {
         Instance instance = INSTANCES.get(metrics);
         if (instance == null || AgentState.failure() != null) {
             return;
         }
         boolean named = task.id().topologyName() != null;
-        Classification c = named ? NAMED_TOPOLOGY : TopologyInspector.classify(task.topology,
-                instance.config.parallelProcessors(), instance.config.serialProcessors(), instance.defaultKeySerde);
+        Classification c = named
+                ? NAMED_TOPOLOGY
+                : TopologyInspector.classify(
+                        task.topology,
+                        instance.config.parallelProcessors(),
+                        instance.config.serialProcessors(),
+                        instance.defaultKeySerde);
         String id = task.id().toString();
         instance.decisions.put(id, c);
         if (instance.status != null && !named) {
-            instance.graphs.putIfAbsent(task.id().subtopology(),
+            instance.graphs.putIfAbsent(
+                    task.id().subtopology(),
                     TopologyInspector.graphJson(task.id().subtopology(), task.topology, c));
         }
         if (instance.logged.add(task.id().subtopology())) {
-            LOG.info("streamshard: task {} (and the other tasks of sub-topology {}): {}; {}", id,
-                    task.id().subtopology(), c.summary(), String.join("; ", c.lines()));
+            LOG.info(
+                    "streamshard: task {} (and the other tasks of sub-topology {}): {}; {}",
+                    id,
+                    task.id().subtopology(),
+                    c.summary(),
+                    String.join("; ", c.lines()));
         } else {
             LOG.debug("streamshard: task {}: {}", id, c.summary());
         }
@@ -348,7 +376,8 @@ public final class StreamShardInstances {
         }
         if (s != null && BY_STREAMS.containsValue(s.instance) && AgentState.failure() == null) {
             TASKS.put((StreamTask) task, s);
-            s.instance.metrics.addTask(s, Thread.currentThread().getName(), s.task.id().toString());
+            s.instance.metrics.addTask(
+                    s, Thread.currentThread().getName(), s.task.id().toString());
             LOG.info("streamshard: task {} revived after a dirty close; it runs with streamshard again", s.task.id());
         }
     }

@@ -31,11 +31,12 @@ final class StreamShardStatus {
     private final Thread thread;
     /** The instance's {@code streamshard.*} settings as given (they never change). */
     private final java.util.SortedMap<String, String> shown;
+
     private volatile boolean stopped;
     private boolean pushFailed;
 
-    private StreamShardStatus(StreamShardInstances.Instance instance, String clientId, String applicationId,
-            String address) {
+    private StreamShardStatus(
+            StreamShardInstances.Instance instance, String clientId, String applicationId, String address) {
         this.instance = instance;
         this.clientId = clientId;
         this.applicationId = applicationId;
@@ -56,23 +57,30 @@ final class StreamShardStatus {
         if (hostPort == null) {
             return null;
         }
-        String given = instance.config.getString(StreamShardConfig.STATUS_LISTENER).trim();
+        String given =
+                instance.config.getString(StreamShardConfig.STATUS_LISTENER).trim();
         io.streamshard.scheduler.NativeLog.useLoader(KafkaStreams.class.getClassLoader());
         String bound;
         try {
             bound = instance.executor.scheduler().statusStart(given, instance.config.statusAllowRemote());
         } catch (RuntimeException | LinkageError e) {
             // A refused or busy address (SchedulerException), or anything else: never the app's failure.
-            StreamShardInstances.LOG.warn("streamshard: the status listener ({}={}) did not start: {}; {} runs on "
-                    + "without it", StreamShardConfig.STATUS_LISTENER, given,
-                    e instanceof SchedulerException ? e.getMessage() : e.toString(), clientId);
+            StreamShardInstances.LOG.warn(
+                    "streamshard: the status listener ({}={}) did not start: {}; {} runs on " + "without it",
+                    StreamShardConfig.STATUS_LISTENER,
+                    given,
+                    e instanceof SchedulerException ? e.getMessage() : e.toString(),
+                    clientId);
             return null;
         }
         StreamShardStatus s = new StreamShardStatus(instance, clientId, applicationId, bound);
         s.push();
         s.thread.start();
-        StreamShardInstances.LOG.info("streamshard: status of {} on http://{}/ (page), /api/status (JSON) and gRPC "
-                + "streamshard.v1.Status at the same address", clientId, bound);
+        StreamShardInstances.LOG.info(
+                "streamshard: status of {} on http://{}/ (page), /api/status (JSON) and gRPC "
+                        + "streamshard.v1.Status at the same address",
+                clientId,
+                bound);
         return s;
     }
 
@@ -109,8 +117,11 @@ final class StreamShardStatus {
             // Never the application's problem: say it once, keep trying.
             if (!pushFailed && !stopped) {
                 pushFailed = true;
-                StreamShardInstances.LOG.warn("streamshard: the status view of {} could not be built ({}); the "
-                        + "status listener shows the last good one", clientId, e.toString());
+                StreamShardInstances.LOG.warn(
+                        "streamshard: the status view of {} could not be built ({}); the "
+                                + "status listener shows the last good one",
+                        clientId,
+                        e.toString());
             }
         }
     }
@@ -119,7 +130,8 @@ final class StreamShardStatus {
     String view() {
         Json j = new Json().object();
         KafkaStreams streams = instance.streams;
-        j.key("instance").object()
+        j.key("instance")
+                .object()
                 .field("application_id", applicationId)
                 .field("client_id", clientId)
                 .field("state", streams.state().name())
@@ -146,7 +158,11 @@ final class StreamShardStatus {
         }
         j.key("threads").array();
         for (ThreadMetadata t : threads) {
-            j.object().field("name", t.threadName()).field("state", t.threadState()).key("active_tasks").array();
+            j.object()
+                    .field("name", t.threadName())
+                    .field("state", t.threadState())
+                    .key("active_tasks")
+                    .array();
             for (TaskMetadata tm : t.activeTasks()) {
                 j.value(tm.taskId().toString());
             }
@@ -170,23 +186,31 @@ final class StreamShardStatus {
     private void task(Json j, String thread, TaskMetadata tm, ShardedTask s) {
         String id = tm.taskId().toString();
         io.streamshard.classify.Classification c = instance.decisions.get(id);
-        j.object().field("id", id).field("subtopology", tm.taskId().subtopology())
-                .field("partition", tm.taskId().partition()).field("thread", thread)
+        j.object()
+                .field("id", id)
+                .field("subtopology", tm.taskId().subtopology())
+                .field("partition", tm.taskId().partition())
+                .field("thread", thread)
                 .field("mode", s != null ? s.mode() : "stock")
                 .field("summary", c == null ? "" : c.summary())
                 .field("sharded", s != null);
         if (s != null) {
-            j.field("serial_backlog", s.serialBacklog()).field("drain_total", s.drains())
-                    .field("drain_time_total_ns", s.drainNanosTotal()).field("drain_time_max_ns", s.drainNanosMax());
+            j.field("serial_backlog", s.serialBacklog())
+                    .field("drain_total", s.drains())
+                    .field("drain_time_total_ns", s.drainNanosTotal())
+                    .field("drain_time_max_ns", s.drainNanosMax());
         }
         j.key("partitions").array();
         java.util.List<TopicPartition> parts = new java.util.ArrayList<>(tm.topicPartitions());
         parts.sort(java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
         for (TopicPartition tp : parts) {
-            j.object().field("index", s == null ? null : toLong(s.partitionIndex(tp))).field("topic", tp.topic())
+            j.object()
+                    .field("index", s == null ? null : toLong(s.partitionIndex(tp)))
+                    .field("topic", tp.topic())
                     .field("partition", tp.partition())
                     .field("committed", offset(tm.committedOffsets(), tp))
-                    .field("end_offset", offset(tm.endOffsets(), tp)).end();
+                    .field("end_offset", offset(tm.endOffsets(), tp))
+                    .end();
         }
         j.endArray().end();
     }
@@ -211,7 +235,8 @@ final class StreamShardStatus {
             io.streamshard.agent.StreamShardAgent.version(KafkaStreams.class.getClassLoader());
 
     private static String version() {
-        try (InputStream in = StreamShardStatus.class.getResourceAsStream("/io/streamshard/status/version.properties")) {
+        try (InputStream in =
+                StreamShardStatus.class.getResourceAsStream("/io/streamshard/status/version.properties")) {
             if (in != null) {
                 Properties p = new Properties();
                 p.load(in);

@@ -60,8 +60,14 @@ public final class StreamShardStores {
      * store's write lock.
      */
     @SuppressWarnings("unchecked")
-    public static boolean writeThrough(Object store, Bytes key, byte[] value, Object listener, boolean sendOldValues,
-            String cacheName, Position position) {
+    public static boolean writeThrough(
+            Object store,
+            Bytes key,
+            byte[] value,
+            Object listener,
+            boolean sendOldValues,
+            String cacheName,
+            Position position) {
         StreamShardFrames.Frame frame = StreamShardFrames.current();
         if (frame == null || !(frame.context instanceof InternalProcessorContext)) {
             return false;
@@ -86,8 +92,8 @@ public final class StreamShardStores {
             ProcessorRecordContext rc = frame.recordContext;
             ArrayList<Object> q = QUEUED.get();
             q.add(listener);
-            q.add(new Record<>(key.get(), new Change<>(value, sendOldValues ? old : null), rc.timestamp(),
-                    rc.headers()));
+            q.add(new Record<>(
+                    key.get(), new Change<>(value, sendOldValues ? old : null), rc.timestamp(), rc.headers()));
         }
         return true;
     }
@@ -121,7 +127,8 @@ public final class StreamShardStores {
     }
 
     /** The class whose reads are unguarded; any other iterator (an empty one, 4.4's transaction buffer's) is left alone. */
-    private static final String UNGUARDED = "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore$InMemoryKeyValueIterator";
+    private static final String UNGUARDED =
+            "org.apache.kafka.streams.state.internals.InMemoryKeyValueStore$InMemoryKeyValueIterator";
     /**
      * Before Kafka Streams 4.0 the store's range, reverse and prefix methods return the unguarded
      * iterator inside a {@code DelegatingPeekingKeyValueIterator} (javap of 3.7.2 and 3.9.2), and

@@ -14,7 +14,9 @@ public final class StreamTaskAdvice {
     /** StreamTask constructor exit. */
     public static final class Constructor {
         @Advice.OnMethodExit
-        static void exit(@Advice.This StreamTask task, @Advice.FieldValue("streamsMetrics") Object metrics,
+        static void exit(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue("streamsMetrics") Object metrics,
                 @Advice.FieldValue("processLatencySensor") org.apache.kafka.common.metrics.Sensor processLatency) {
             StreamShardInstances.taskCreated(task, metrics, processLatency);
         }
@@ -27,7 +29,9 @@ public final class StreamTaskAdvice {
      */
     public static final class DoProcess {
         @Advice.OnMethodEnter(skipOn = ShardedTask.HandedOff.class)
-        static Object enter(@Advice.This StreamTask task, @Advice.FieldValue("record") StampedRecord record,
+        static Object enter(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue("record") StampedRecord record,
                 @Advice.FieldValue("recordInfo") AbstractPartitionGroup.RecordInfo info,
                 @Advice.Argument(0) long wallClockTime) {
             ShardedTask s = StreamShardInstances.task(task);
@@ -86,8 +90,11 @@ public final class StreamTaskAdvice {
      */
     public static final class MaybeAddTerminalE2ELatency {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("processorContext") Object context,
-                @Advice.Argument(0) long timestamp, @Advice.Argument(1) String node) {
+        static boolean enter(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue("processorContext") Object context,
+                @Advice.Argument(0) long timestamp,
+                @Advice.Argument(1) String node) {
             StreamShardFrames.Frame f = StreamShardFrames.of(context);
             if (f == null) {
                 return false;
@@ -113,13 +120,17 @@ public final class StreamTaskAdvice {
      */
     public static final class MaybePunctuateSystemTime {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static Boolean enter(@Advice.This StreamTask task, @Advice.FieldValue("time") Object time,
+        static Boolean enter(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue("time") Object time,
                 @Advice.FieldValue("systemTimePunctuationQueue") PunctuationQueue queue) {
             return StreamShardInstances.punctuateSystemTime(task, (org.apache.kafka.common.utils.Time) time, queue);
         }
 
         @Advice.OnMethodExit
-        static void exit(@Advice.Enter Boolean punctuated, @Advice.Return(readOnly = false) boolean result,
+        static void exit(
+                @Advice.Enter Boolean punctuated,
+                @Advice.Return(readOnly = false) boolean result,
                 @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean commitNeeded) {
             if (punctuated != null) {
                 result = punctuated;

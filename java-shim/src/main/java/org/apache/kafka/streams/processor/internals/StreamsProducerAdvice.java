@@ -18,8 +18,8 @@ public final class StreamsProducerAdvice {
      */
     public static final class MaybeBeginTransaction {
         @Advice.OnMethodEnter
-        static java.util.concurrent.locks.ReentrantLock enter(@Advice.This StreamsProducer producer,
-                @Advice.FieldValue("transactionInFlight") boolean inFlight) {
+        static java.util.concurrent.locks.ReentrantLock enter(
+                @Advice.This StreamsProducer producer, @Advice.FieldValue("transactionInFlight") boolean inFlight) {
             // Without exactly-once there is no transaction to begin: no lock on every send.
             return inFlight || !producer.eosEnabled() ? null : StreamShardInstances.lockBegin(producer);
         }

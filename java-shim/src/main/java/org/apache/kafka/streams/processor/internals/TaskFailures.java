@@ -44,8 +44,9 @@ final class TaskFailures {
     }
 
     private static String stockMessage(TaskId task, String node, ProcessorRecordContext rc) {
-        return String.format("Exception caught in process. taskId=%s, processor=%s, topic=%s, partition=%d, "
-                + "offset=%d", task, node, rc.topic(), rc.partition(), rc.offset());
+        return String.format(
+                "Exception caught in process. taskId=%s, processor=%s, topic=%s, partition=%d, " + "offset=%d",
+                task, node, rc.topic(), rc.partition(), rc.offset());
     }
 
     /** {@code FailedProcessingException.failedProcessorNodeName()} (Kafka Streams 4.0+), or null. */
@@ -97,8 +98,8 @@ final class TaskFailures {
      * exactly-once the task is corrupted (closed dirty and read again from its committed
      * offsets); under at-least-once the timeout goes up as it is.
      */
-    static RuntimeException asThrownByIsProcessable(RuntimeException e, ShardExecutor.ShardTask shard, TaskId task,
-            boolean eos) {
+    static RuntimeException asThrownByIsProcessable(
+            RuntimeException e, ShardExecutor.ShardTask shard, TaskId task, boolean eos) {
         if (e instanceof TimeoutException) {
             return eos ? new TaskCorruptedException(Set.of(task)) : e;
         }

@@ -31,6 +31,7 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
     private boolean latencyPending;
     /** The last forward's headers as the parallel node gave them, and the copy parked for them. */
     private Headers lastHeaders;
+
     private Headers lastCopy;
     private ProcessorRecordContext lastContext;
     private ProcessorRecordContext lastCaptured;
@@ -42,8 +43,11 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
         final ProcessorRecordContext recordContext;
         final long systemTimeMs;
 
-        Parked(ProcessorNode<Object, Object, ?, ?> child, Record<Object, Object> record,
-                ProcessorRecordContext recordContext, long systemTimeMs) {
+        Parked(
+                ProcessorNode<Object, Object, ?, ?> child,
+                Record<Object, Object> record,
+                ProcessorRecordContext recordContext,
+                long systemTimeMs) {
             this.child = child;
             this.record = record;
             this.recordContext = recordContext;
@@ -51,8 +55,14 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
         }
     }
 
-    Ticket(ShardedTask owner, SourceNode<Object, Object> source, Object key, Object value,
-            ProcessorRecordContext recordContext, long wallClockTime, long streamTime) {
+    Ticket(
+            ShardedTask owner,
+            SourceNode<Object, Object> source,
+            Object key,
+            Object value,
+            ProcessorRecordContext recordContext,
+            long wallClockTime,
+            long streamTime) {
         this.owner = owner;
         this.source = source;
         this.key = key;
@@ -75,8 +85,8 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
     private void runParallelPart() {
         boolean measured = owner.measureLatency();
         long started = measured || owner.timing() ? System.nanoTime() : 0;
-        StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime,
-                streamTime, this));
+        StreamShardFrames.push(
+                new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime, streamTime, this));
         try {
             source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
         } catch (RuntimeException e) {
@@ -127,8 +137,11 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
         if (parked == null) {
             parked = new ArrayList<>(2);
         }
-        parked.add(new Parked((ProcessorNode<Object, Object, ?, ?>) child,
-                ((Record<Object, Object>) record).withHeaders(headers), captured, frame.systemTimeMs));
+        parked.add(new Parked(
+                (ProcessorNode<Object, Object, ?, ?>) child,
+                ((Record<Object, Object>) record).withHeaders(headers),
+                captured,
+                frame.systemTimeMs));
     }
 
     /** On the runner: what stock's forwardInternal would have done for each parked forward. */
@@ -159,8 +172,8 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
 
     private void replay(ArrayList<Parked> p) {
         for (Parked f : p) {
-            StreamShardFrames.push(new StreamShardFrames.Frame(owner.context, f.recordContext, f.child,
-                    f.systemTimeMs, streamTime, null));
+            StreamShardFrames.push(new StreamShardFrames.Frame(
+                    owner.context, f.recordContext, f.child, f.systemTimeMs, streamTime, null));
             try {
                 f.child.process(f.record);
                 if (f.child.isTerminalNode()) {

@@ -33,8 +33,11 @@ public final class TopologyInspector {
      *
      * @param defaultKeySerde the application's {@code default.key.serde} class name, or null
      */
-    public static Classification classify(ProcessorTopology topology, Collection<String> optedIn,
-            Collection<String> forcedSerial, String defaultKeySerde) {
+    public static Classification classify(
+            ProcessorTopology topology,
+            Collection<String> optedIn,
+            Collection<String> forcedSerial,
+            String defaultKeySerde) {
         return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn, forcedSerial);
     }
 
@@ -56,20 +59,29 @@ public final class TopologyInspector {
                 topics.computeIfAbsent(n.name(), k -> new ArrayList<>()).add(t);
             }
         }
-        io.streamshard.status.Json j = new io.streamshard.status.Json().object().field("id", subtopology)
-                .key("nodes").array();
+        io.streamshard.status.Json j = new io.streamshard.status.Json()
+                .object()
+                .field("id", subtopology)
+                .key("nodes")
+                .array();
         for (NodeInfo n : nodes(topology, null)) {
             NodeDecision d = c.nodes().get(n.name());
             boolean stock = c.mode() == Classification.Mode.STOCK;
             String region = stock ? "stock" : d != null && !d.parallel() ? "serial" : "parallel";
             String reason = stock ? c.stockReason() : d == null ? "" : d.reason();
-            String cls = n.processorClass() == null ? (n.kind() == NodeInfo.Kind.SOURCE ? "SourceNode" : "SinkNode")
+            String cls = n.processorClass() == null
+                    ? (n.kind() == NodeInfo.Kind.SOURCE ? "SourceNode" : "SinkNode")
                     : n.processorClass().substring(n.processorClass().lastIndexOf('.') + 1);
-            j.object().field("name", n.name()).field("kind", n.kind().name().toLowerCase(java.util.Locale.ROOT))
-                    .field("class", cls).field("children", n.children()).field("region", region)
+            j.object()
+                    .field("name", n.name())
+                    .field("kind", n.kind().name().toLowerCase(java.util.Locale.ROOT))
+                    .field("class", cls)
+                    .field("children", n.children())
+                    .field("region", region)
                     .field("reason", reason == null ? "" : reason)
                     .field("topics", topics.getOrDefault(n.name(), List.of()))
-                    .field("stores", new java.util.TreeSet<>(n.stores())).end();
+                    .field("stores", new java.util.TreeSet<>(n.stores()))
+                    .end();
         }
         return j.endArray().end().toString();
     }
@@ -82,13 +94,16 @@ public final class TopologyInspector {
                 children.add(c.name());
             }
             Set<String> stores = node.stateStores == null ? Set.of() : node.stateStores;
-            NodeInfo.Kind kind = node instanceof SourceNode ? NodeInfo.Kind.SOURCE
+            NodeInfo.Kind kind = node instanceof SourceNode
+                    ? NodeInfo.Kind.SOURCE
                     : node instanceof SinkNode ? NodeInfo.Kind.SINK : NodeInfo.Kind.PROCESSOR;
             Object processor = kind == NodeInfo.Kind.PROCESSOR ? processorOf(node) : null;
-            String processorClass = processor == null ? null : processor.getClass().getName();
+            String processorClass =
+                    processor == null ? null : processor.getClass().getName();
             boolean buffered = processor != null && Boolean.TRUE.equals(field(processor, "useBuffer"));
             boolean userStores = false;
-            if (processorClass != null && processorClass.endsWith(".KTableTransformValues$KTableTransformValuesProcessor")) {
+            if (processorClass != null
+                    && processorClass.endsWith(".KTableTransformValues$KTableTransformValuesProcessor")) {
                 Object own = field(field(processor, "this$0"), "queryableName");
                 Set<String> other = new HashSet<>(stores);
                 other.remove(own);
@@ -100,8 +115,7 @@ public final class TopologyInspector {
                 Object d = fieldOf(SourceNode.class, source, "keyDeserializer");
                 keyFormat = d != null ? d.getClass().getName() : defaultKeySerde;
             }
-            out.add(new NodeInfo(node.name(), kind, processorClass, children, stores, buffered, userStores,
-                    keyFormat));
+            out.add(new NodeInfo(node.name(), kind, processorClass, children, stores, buffered, userStores, keyFormat));
         }
         return out;
     }

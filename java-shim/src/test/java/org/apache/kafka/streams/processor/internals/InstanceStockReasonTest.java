@@ -20,7 +20,8 @@ class InstanceStockReasonTest {
     @Test
     void eosAlphaOf3xStaysStock() {
         assertThat(StreamShardInstances.instanceStockReason(Map.of("processing.guarantee", "exactly_once")))
-                .contains("processing.guarantee=exactly_once").contains("exactly_once_v2");
+                .contains("processing.guarantee=exactly_once")
+                .contains("exactly_once_v2");
     }
 
     @Test

@@ -57,7 +57,8 @@ class ShardedTaskTest {
     private final class TestSource extends SourceNode<Object, Object> {
         @SuppressWarnings({"unchecked", "rawtypes"})
         TestSource() {
-            super(SOURCE, (Deserializer) Serdes.String().deserializer(), (Deserializer) Serdes.String().deserializer());
+            super(SOURCE, (Deserializer) Serdes.String().deserializer(), (Deserializer)
+                    Serdes.String().deserializer());
         }
 
         @Override
@@ -78,16 +79,26 @@ class ShardedTaskTest {
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
         StreamTask task = (StreamTask) f.get(driver);
-        config = StreamShardConfig.from(Map.of(StreamShardConfig.WORKERS, workers,
-                StreamShardConfig.INLINE_BELOW_US, inlineBelowUs, StreamShardConfig.DRAIN_TIMEOUT_MS, 20_000));
+        config = StreamShardConfig.from(Map.of(
+                StreamShardConfig.WORKERS,
+                workers,
+                StreamShardConfig.INLINE_BELOW_US,
+                inlineBelowUs,
+                StreamShardConfig.DRAIN_TIMEOUT_MS,
+                20_000));
         executor = ShardExecutor.create(config, "sharded-task-test");
         StreamShardInstances.Instance instance =
                 new StreamShardInstances.Instance(null, config, executor, null, null, false);
-        sharded = new ShardedTask(instance, task,
-                new Classification(Map.of(), List.of(), Classification.Mode.PARALLEL, null), null);
+        sharded = new ShardedTask(
+                instance, task, new Classification(Map.of(), List.of(), Classification.Mode.PARALLEL, null), null);
         info = new AbstractPartitionGroup.RecordInfo();
-        info.queue = new RecordQueue(new TopicPartition(TOPIC, 0), new TestSource(), new FailOnInvalidTimestamp(),
-                new LogAndFailExceptionHandler(), task.processorContext, new LogContext());
+        info.queue = new RecordQueue(
+                new TopicPartition(TOPIC, 0),
+                new TestSource(),
+                new FailOnInvalidTimestamp(),
+                new LogAndFailExceptionHandler(),
+                task.processorContext,
+                new LogContext());
     }
 
     @AfterEach
@@ -104,13 +115,13 @@ class ShardedTaskTest {
     private Object submit(String key) {
         byte[] raw = key.getBytes(StandardCharsets.UTF_8);
         long o = offset++;
-        StampedRecord r = new StampedRecord(new ConsumerRecord<Object, Object>(TOPIC, 0, o, key, "v" + o), o, raw,
-                raw);
+        StampedRecord r = new StampedRecord(new ConsumerRecord<Object, Object>(TOPIC, 0, o, key, "v" + o), o, raw, raw);
         return sharded.submit(r, info, 0L);
     }
 
     /** Per key, the values processed, in order; and whether a key ever ran on two threads at once. */
     private final Map<Object, List<Object>> seen = new ConcurrentHashMap<>();
+
     private final Map<Object, Thread> running = new ConcurrentHashMap<>();
     private final AtomicInteger overlaps = new AtomicInteger();
 
@@ -123,7 +134,8 @@ class ShardedTaskTest {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        seen.computeIfAbsent(r.key(), k -> Collections.synchronizedList(new ArrayList<>())).add(r.value());
+        seen.computeIfAbsent(r.key(), k -> Collections.synchronizedList(new ArrayList<>()))
+                .add(r.value());
         running.remove(r.key());
     }
 
@@ -210,8 +222,9 @@ class ShardedTaskTest {
             }
         }
         assertThat(thrown).isNotNull();
-        assertThat(thrown.getMessage()).isEqualTo("Exception caught in process. taskId=0_0, processor=src, "
-                + "topic=in, partition=0, offset=3");
+        assertThat(thrown.getMessage())
+                .isEqualTo(
+                        "Exception caught in process. taskId=0_0, processor=src, " + "topic=in, partition=0, offset=3");
         assertThat(thrown.getCause()).isInstanceOf(IllegalStateException.class).hasMessage("boom");
         // The commit's drain throws the same failure: no offset is taken past it.
         assertThatThrownBy(() -> sharded.beforeCommit(true)).isSameAs(thrown);
@@ -247,7 +260,9 @@ class ShardedTaskTest {
             Thread.sleep(4);
             sharded.ranInline();
             slowInline++;
-            assertThat(slowInline).as("slow records go to the workers within a block").isLessThan(64);
+            assertThat(slowInline)
+                    .as("slow records go to the workers within a block")
+                    .isLessThan(64);
         }
         assertThat(sharded.mode()).isEqualTo("parallel");
         // Fast records on the workers: once enough of them are timed, the task goes back inline,
@@ -255,7 +270,8 @@ class ShardedTaskTest {
         for (int i = 0; i < 5_000; i++) {
             Object r = submit("k" + i % 4);
             if (r == sharded) {
-                assertThat(done.get()).as("every handed-off record ran before one runs inline")
+                assertThat(done.get())
+                        .as("every handed-off record ran before one runs inline")
                         .isEqualTo(handedOff.get());
                 assertThat(sharded.mode()).isEqualTo("inline");
                 sharded.ranInline();

@@ -47,23 +47,27 @@ class StreamShardFramesTest {
         AtomicReference<StreamShardFrames.Frame> afterPop = new AtomicReference<>(f);
         CountDownLatch pushed = new CountDownLatch(1);
         CountDownLatch checked = new CountDownLatch(1);
-        WorkerThread worker = new WorkerThread(() -> {
-            StreamShardFrames.push(f);
-            onWorker.set(StreamShardFrames.of(context));
-            pushed.countDown();
-            try {
-                checked.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            StreamShardFrames.pop();
-            afterPop.set(StreamShardFrames.of(context));
-        }, "frames-test-worker");
+        WorkerThread worker = new WorkerThread(
+                () -> {
+                    StreamShardFrames.push(f);
+                    onWorker.set(StreamShardFrames.of(context));
+                    pushed.countDown();
+                    try {
+                        checked.await(10, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    StreamShardFrames.pop();
+                    afterPop.set(StreamShardFrames.of(context));
+                },
+                "frames-test-worker");
         worker.start();
         assertThat(pushed.await(10, TimeUnit.SECONDS)).isTrue();
         try {
             assertThat(onWorker.get()).isSameAs(f);
-            assertThat(StreamShardFrames.of(context)).as("this thread, while the worker has its frame").isNull();
+            assertThat(StreamShardFrames.of(context))
+                    .as("this thread, while the worker has its frame")
+                    .isNull();
             assertThat(seenElsewhere(context)).isNull();
         } finally {
             checked.countDown();

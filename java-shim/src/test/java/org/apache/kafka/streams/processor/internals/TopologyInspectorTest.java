@@ -47,8 +47,8 @@ class TopologyInspectorTest {
         return classify(topology, id, caching, List.of(optedIn), List.of());
     }
 
-    static Classification classify(Topology topology, int id, boolean caching, List<String> optedIn,
-            List<String> serial) throws Exception {
+    static Classification classify(
+            Topology topology, int id, boolean caching, List<String> optedIn, List<String> serial) throws Exception {
         Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
         f.setAccessible(true);
         InternalTopologyBuilder builder = (InternalTopologyBuilder) f.get(topology);
@@ -74,21 +74,30 @@ class TopologyInspectorTest {
     void streamTableEnrichmentJoinAndAggregateAreAllParallel() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         KTable<String, String> customers = b.table("customers", STRINGS);
-        slowStep(b).leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join"))
-                .groupByKey().count(Materialized.as("counts")).toStream().to("out");
+        slowStep(b)
+                .leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join"))
+                .groupByKey()
+                .count(Materialized.as("counts"))
+                .toStream()
+                .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.PARALLEL);
         assertThat(c.summary()).isEqualTo("parallel");
-        assertThat(c.nodes()).allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isTrue());
+        assertThat(c.nodes())
+                .allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isTrue());
     }
 
     @Test
     void windowedCountAndSuppressAfterASlowStepAreTheSerialRegion() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-                .count(Named.as("wcount")).suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())
+        slowStep(b)
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("wcount"))
+                .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded())
                         .withName("suppress"))
-                .toStream(Named.as("tostream")).to("out", Produced.as("sink"));
+                .toStream(Named.as("tostream"))
+                .to("out", Produced.as("sink"));
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.SPLIT);
         assertThat(c.nodes().get("slow").toString()).isEqualTo("parallel");
@@ -103,20 +112,27 @@ class TopologyInspectorTest {
     void streamStreamJoinIsSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> other = b.stream("payments", STRINGS);
-        slowStep(b).join(other, (x, y) -> x + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)))
+        slowStep(b)
+                .join(other, (x, y) -> x + y, JoinWindows.ofTimeDifferenceWithNoGrace(Duration.ofMinutes(1)))
                 .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.SPLIT);
         assertThat(c.nodes().get("slow").parallel()).isTrue();
-        assertThat(c.serialNodes()).isNotEmpty().allSatisfy(n -> assertThat(c.nodes().get(n).reason())
-                .containsAnyOf("stream-stream join", "window store", "below serial node", "shares store"));
+        assertThat(c.serialNodes())
+                .isNotEmpty()
+                .allSatisfy(n -> assertThat(c.nodes().get(n).reason())
+                        .containsAnyOf("stream-stream join", "window store", "below serial node", "shares store"));
     }
 
     @Test
     void sessionWindowsAreSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).groupByKey().windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(1)))
-                .count(Named.as("scount")).toStream().to("out");
+        slowStep(b)
+                .groupByKey()
+                .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("scount"))
+                .toStream()
+                .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.nodes().get("scount").toString()).startsWith("serial region: session store");
     }
@@ -141,15 +157,17 @@ class TopologyInspectorTest {
         slowStep(b).process(Unknown::new, Named.as("unknown")).to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.SPLIT);
-        assertThat(c.nodes().get("unknown").reason()).contains(Unknown.class.getName())
-                .contains("is not known to be parallel-safe").contains("streamshard.parallel.processors");
+        assertThat(c.nodes().get("unknown").reason())
+                .contains(Unknown.class.getName())
+                .contains("is not known to be parallel-safe")
+                .contains("streamshard.parallel.processors");
     }
 
     @Test
     void processorsAreOptedInByClassNameOrNodeName() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(),
-                Serdes.String()));
+        b.addStateStore(
+                Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(), Serdes.String()));
         slowStep(b).process(Unknown::new, Named.as("unknown"), "kv").to("out");
         Topology t = b.build();
         assertThat(classify(t, 0, Unknown.class.getName()).mode()).isEqualTo(Mode.PARALLEL);
@@ -160,9 +178,11 @@ class TopologyInspectorTest {
     @Test
     void aNodeListedSerialIsSerialWithEverythingBelowIt() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(),
-                Serdes.String()));
-        slowStep(b).mapValues(v -> v, Named.as("stateful-lambda")).process(Unknown::new, Named.as("unknown"), "kv")
+        b.addStateStore(
+                Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("kv"), Serdes.String(), Serdes.String()));
+        slowStep(b)
+                .mapValues(v -> v, Named.as("stateful-lambda"))
+                .process(Unknown::new, Named.as("unknown"), "kv")
                 .to("out", Produced.as("sink"));
         Topology t = b.build();
         Classification c = classify(t, 0, false, List.of("unknown"), List.of("stateful-lambda"));
@@ -171,8 +191,8 @@ class TopologyInspectorTest {
         assertThat(c.nodes().get("unknown").reason()).isEqualTo("below serial node stateful-lambda");
         assertThat(c.nodes().get("sink").parallel()).isFalse();
         // By class name, and over an opt-in.
-        Classification byClass = classify(t, 0, false, List.of(Unknown.class.getName()),
-                List.of(Unknown.class.getName()));
+        Classification byClass =
+                classify(t, 0, false, List.of(Unknown.class.getName()), List.of(Unknown.class.getName()));
         assertThat(byClass.nodes().get("unknown").reason()).isEqualTo("listed in streamshard.serial.processors");
         assertThat(byClass.nodes().get("stateful-lambda").parallel()).isTrue();
     }
@@ -180,12 +200,19 @@ class TopologyInspectorTest {
     @Test
     void aTaskWithOnlyItsSourcesParallelRunsStock() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.stream("orders", STRINGS).groupByKey()
-                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1))).count().toStream().to("out");
+        b.stream("orders", STRINGS)
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count()
+                .toStream()
+                .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.STOCK);
-        assertThat(c.summary()).startsWith("serial: nothing but the sources would run parallel").contains("window store");
-        assertThat(c.nodes()).allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isFalse());
+        assertThat(c.summary())
+                .startsWith("serial: nothing but the sources would run parallel")
+                .contains("window store");
+        assertThat(c.nodes())
+                .allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isFalse());
     }
 
     @Test
@@ -213,8 +240,8 @@ class TopologyInspectorTest {
         }
         assertThat(fkSeen).isTrue();
         Classification first = classify(t, 0);
-        assertThat(first.nodes().values()).anySatisfy(d -> assertThat(String.valueOf(d.reason()))
-                .startsWith("shares store"));
+        assertThat(first.nodes().values())
+                .anySatisfy(d -> assertThat(String.valueOf(d.reason())).startsWith("shares store"));
     }
 
     private static InternalTopologyBuilder internal(Topology t) throws Exception {
@@ -226,10 +253,12 @@ class TopologyInspectorTest {
     @Test
     void groupByWithAKeyChangeIsParallelOnBothSidesOfTheRepartition() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).selectKey((k, v) -> v.substring(0, 1), Named.as("rekey"))
+        slowStep(b)
+                .selectKey((k, v) -> v.substring(0, 1), Named.as("rekey"))
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .aggregate(() -> "", (k, v, a) -> a + v, Named.as("agg"), Materialized.as("agg-store"))
-                .toStream().to("out");
+                .toStream()
+                .to("out");
         Topology t = b.build();
         assertThat(classify(t, 0).mode()).isEqualTo(Mode.PARALLEL);
         assertThat(classify(t, 1).mode()).isEqualTo(Mode.PARALLEL);
@@ -239,9 +268,12 @@ class TopologyInspectorTest {
     void tableGroupByAggregateIsParallel() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         b.table("orders", STRINGS, Materialized.as("orders-store"))
-                .groupBy((k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k), Grouped.with(Serdes.String(),
-                        Serdes.String()))
-                .count(Materialized.as("per-value")).toStream().to("out");
+                .groupBy(
+                        (k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k),
+                        Grouped.with(Serdes.String(), Serdes.String()))
+                .count(Materialized.as("per-value"))
+                .toStream()
+                .to("out");
         Topology t = b.build();
         assertThat(classify(t, 0).mode()).isEqualTo(Mode.PARALLEL);
         assertThat(classify(t, 1).mode()).isEqualTo(Mode.PARALLEL);
@@ -268,20 +300,33 @@ class TopologyInspectorTest {
     @Test
     void toTableAndTableMapValuesAreParallel() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).toTable(Materialized.as("tt")).mapValues(v -> v + "?").filter((k, v) -> true)
-                .toStream().to("out");
+        slowStep(b)
+                .toTable(Materialized.as("tt"))
+                .mapValues(v -> v + "?")
+                .filter((k, v) -> true)
+                .toStream()
+                .to("out");
         assertThat(classify(b.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
     }
 
     @Test
     void streamTableJoinWithAGracePeriodIsSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        KTable<String, String> customers = b.table("customers", STRINGS,
-                Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("versioned",
-                        Duration.ofMinutes(5))).withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
-        slowStep(b).join(customers, (o, c) -> o + c,
-                Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
-                        .withName("gjoin").withGracePeriod(Duration.ofMinutes(1))).to("out");
+        KTable<String, String> customers = b.table(
+                "customers",
+                STRINGS,
+                Materialized.<String, String>as(
+                                Stores.persistentVersionedKeyValueStore("versioned", Duration.ofMinutes(5)))
+                        .withKeySerde(Serdes.String())
+                        .withValueSerde(Serdes.String()));
+        slowStep(b)
+                .join(
+                        customers,
+                        (o, c) -> o + c,
+                        Joined.<String, String, String>with(Serdes.String(), Serdes.String(), Serdes.String())
+                                .withName("gjoin")
+                                .withGracePeriod(Duration.ofMinutes(1)))
+                .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.SPLIT);
         assertThat(c.nodes().get("slow").parallel()).isTrue();
@@ -290,7 +335,7 @@ class TopologyInspectorTest {
 
     static final class Identity implements ValueTransformerWithKey<String, String, String> {
         @Override
-        public void init(org.apache.kafka.streams.processor.ProcessorContext context) { }
+        public void init(org.apache.kafka.streams.processor.ProcessorContext context) {}
 
         @Override
         public String transform(String key, String value) {
@@ -298,32 +343,42 @@ class TopologyInspectorTest {
         }
 
         @Override
-        public void close() { }
+        public void close() {}
     }
 
     @Test
     void tableTransformValuesWithItsOwnStoresIsSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        b.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("side"), Serdes.String(),
-                Serdes.String()));
+        b.addStateStore(
+                Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore("side"), Serdes.String(), Serdes.String()));
         KTable<String, String> t = b.table("t", STRINGS, Materialized.as("t-store"));
         t.transformValues(Identity::new, Named.as("tv"), "side").toStream().to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.nodes().get("tv").reason()).startsWith("user code with state stores of its own");
         StreamsBuilder b2 = new StreamsBuilder();
-        b2.table("t", STRINGS, Materialized.as("t-store")).transformValues(Identity::new, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tv-store"), Named.as("tv"))
-                .toStream().to("out");
+        b2.table("t", STRINGS, Materialized.as("t-store"))
+                .transformValues(
+                        Identity::new,
+                        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("tv-store"),
+                        Named.as("tv"))
+                .toStream()
+                .to("out");
         assertThat(classify(b2.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
     }
 
     @Test
     void aBranchWithOneWindowedArmKeepsTheOtherArmParallel() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        Map<String, KStream<String, String>> arms = slowStep(b).split(Named.as("arm-"))
+        Map<String, KStream<String, String>> arms = slowStep(b)
+                .split(Named.as("arm-"))
                 .branch((k, v) -> v.startsWith("a"), org.apache.kafka.streams.kstream.Branched.as("w"))
                 .defaultBranch(org.apache.kafka.streams.kstream.Branched.as("plain"));
-        arms.get("arm-w").groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-                .count(Named.as("wcount")).toStream().to("windowed");
+        arms.get("arm-w")
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("wcount"))
+                .toStream()
+                .to("windowed");
         arms.get("arm-plain").mapValues(v -> v, Named.as("plain-map")).to("plain", Produced.as("plain-sink"));
         Classification c = classify(b.build(), 0);
         assertThat(c.mode()).isEqualTo(Mode.SPLIT);
@@ -336,11 +391,14 @@ class TopologyInspectorTest {
     void aJoinWhoseSidesMayEncodeKeysDifferentlyIsSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         KTable<String, String> customers = b.table("customers", Consumed.with(new OtherKeys(), Serdes.String()));
-        slowStep(b).leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join")).to("out");
+        slowStep(b)
+                .leftJoin(customers, (o, c) -> o + "," + c, Joined.as("join"))
+                .to("out");
         Classification c = classify(b.build(), 0);
         assertThat(c.nodes().get("slow").parallel()).isTrue();
-        assertThat(c.nodes().get("join").reason()).contains("with key formats that may encode equal keys to "
-                + "different bytes").contains("TopologyInspectorTest$OtherKeys$1");
+        assertThat(c.nodes().get("join").reason())
+                .contains("with key formats that may encode equal keys to " + "different bytes")
+                .contains("TopologyInspectorTest$OtherKeys$1");
         // The table source shares that store: serial too; the slow step above the join is not.
         assertThat(c.nodes().values()).filteredOn(d -> !d.parallel()).hasSizeGreaterThanOrEqualTo(2);
     }
@@ -348,33 +406,45 @@ class TopologyInspectorTest {
     @Test
     void aMergedAggregateOfTwoInputsNeedsOneKeyFormat() throws Exception {
         StreamsBuilder same = new StreamsBuilder();
-        same.stream("a", STRINGS).merge(same.stream("b", Consumed.with(Serdes.String(), Serdes.String())))
-                .groupByKey().count(Named.as("count")).toStream().to("out");
+        same.stream("a", STRINGS)
+                .merge(same.stream("b", Consumed.with(Serdes.String(), Serdes.String())))
+                .groupByKey()
+                .count(Named.as("count"))
+                .toStream()
+                .to("out");
         assertThat(classify(same.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
         StreamsBuilder differ = new StreamsBuilder();
-        differ.stream("a", STRINGS).merge(differ.stream("b", Consumed.with(new OtherKeys(), Serdes.String())))
-                .groupByKey().count(Named.as("count")).toStream().to("out");
+        differ.stream("a", STRINGS)
+                .merge(differ.stream("b", Consumed.with(new OtherKeys(), Serdes.String())))
+                .groupByKey()
+                .count(Named.as("count"))
+                .toStream()
+                .to("out");
         Classification c = classify(differ.build(), 0);
         assertThat(c.nodes().get("count").reason()).contains("share store").contains("OtherKeys$1");
         // A store reached from one input only is fine whatever its key format.
         StreamsBuilder one = new StreamsBuilder();
-        one.stream("a", Consumed.with(new OtherKeys(), Serdes.String())).groupByKey().count(Named.as("count"))
-                .toStream().to("out");
+        one.stream("a", Consumed.with(new OtherKeys(), Serdes.String()))
+                .groupByKey()
+                .count(Named.as("count"))
+                .toStream()
+                .to("out");
         assertThat(classify(one.build(), 0).mode()).isEqualTo(Mode.PARALLEL);
     }
 
     @Test
     void theDefaultStringSerdeAndAStringDeserializerAreOneFormat() {
         assertThat(io.streamshard.classify.NodeClassifier.normalized(
-                "org.apache.kafka.common.serialization.Serdes$StringSerde"))
+                        "org.apache.kafka.common.serialization.Serdes$StringSerde"))
                 .isEqualTo("org.apache.kafka.common.serialization.StringDeserializer");
     }
 
     /** A key serde streamshard does not know (think of a schema-registry serde). */
     static final class OtherKeys extends org.apache.kafka.common.serialization.Serdes.WrapperSerde<String> {
         OtherKeys() {
-            super(new org.apache.kafka.common.serialization.StringSerializer(),
-                    new org.apache.kafka.common.serialization.StringDeserializer() { });
+            super(
+                    new org.apache.kafka.common.serialization.StringSerializer(),
+                    new org.apache.kafka.common.serialization.StringDeserializer() {});
         }
     }
 
@@ -382,7 +452,11 @@ class TopologyInspectorTest {
     void aKeyValueCachingLayerKeepsItsNodesParallel() throws Exception {
         // The layer writes through on the workers (StreamShardStores), so it is no reason to be serial.
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).groupByKey().count(Named.as("count"), Materialized.as("counts")).toStream().to("out");
+        slowStep(b)
+                .groupByKey()
+                .count(Named.as("count"), Materialized.as("counts"))
+                .toStream()
+                .to("out");
         Classification c = classify(b.build(), 0, true);
         assertThat(c.mode()).isEqualTo(Mode.PARALLEL);
         assertThat(c.nodes().get("count").parallel()).isTrue();
@@ -391,8 +465,12 @@ class TopologyInspectorTest {
     @Test
     void aCachedWindowStoreStaysSerial() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
-        slowStep(b).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
-                .count(Named.as("count"), Materialized.as("counts")).toStream().to("out");
+        slowStep(b)
+                .groupByKey()
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
+                .count(Named.as("count"), Materialized.as("counts"))
+                .toStream()
+                .to("out");
         Classification c = classify(b.build(), 0, true);
         assertThat(c.nodes().get("count").parallel()).isFalse();
         assertThat(c.nodes().get("count").reason()).isEqualTo("window store counts");
