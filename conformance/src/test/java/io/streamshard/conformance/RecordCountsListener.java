@@ -8,9 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.concurrent.ConcurrentHashMap;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.engine.support.descriptor.ClassSource;
 import org.junit.platform.engine.support.descriptor.MethodSource;
@@ -29,15 +29,16 @@ import org.junit.platform.launcher.TestIdentifier;
  */
 public final class RecordCountsListener implements TestExecutionListener {
     /** A parameterized or repeated test's invocation number in its unique id. */
-    private static final Pattern INVOCATION = Pattern.compile(
-            "\\[test-template-invocation:#(\\d+)\\]");
+    private static final Pattern INVOCATION = Pattern.compile("\\[test-template-invocation:#(\\d+)\\]");
+
     private static final Pattern IDENTITY = Pattern.compile("@[0-9a-f]{5,8}\\b");
     private final Method snapshot = totals();
     private final Map<String, long[]> started = new ConcurrentHashMap<>();
 
     private static Method totals() {
         try {
-            return Class.forName("io.streamshard.scheduler.RecordTotals", true, null).getMethod("snapshot");
+            return Class.forName("io.streamshard.scheduler.RecordTotals", true, null)
+                    .getMethod("snapshot");
         } catch (ReflectiveOperationException | LinkageError e) {
             return null; // no agent: a stock run
         }
@@ -73,13 +74,23 @@ public final class RecordCountsListener implements TestExecutionListener {
 
     @Override
     public void executionFinished(TestIdentifier test, TestExecutionResult result) {
-        if (!test.isTest() && result.getStatus() != TestExecutionResult.Status.SUCCESSFUL
+        if (!test.isTest()
+                && result.getStatus() != TestExecutionResult.Status.SUCCESSFUL
                 && test.getSource().orElse(null) instanceof ClassSource) {
             // The class itself failed (its static set-up, a @BeforeAll): its tests never started.
-            write(test, result.getStatus().name(), null, null, result.getThrowable().map(String::valueOf).orElse(""));
+            write(
+                    test,
+                    result.getStatus().name(),
+                    null,
+                    null,
+                    result.getThrowable().map(String::valueOf).orElse(""));
         }
         if (test.isTest()) {
-            write(test, result.getStatus().name(), started.remove(test.getUniqueId()), read(),
+            write(
+                    test,
+                    result.getStatus().name(),
+                    started.remove(test.getUniqueId()),
+                    read(),
                     result.getThrowable().map(String::valueOf).orElse(""));
         }
     }
@@ -106,14 +117,23 @@ public final class RecordCountsListener implements TestExecutionListener {
         }
         // An object's identity hash in a display name (Topology@62c5bbdc) differs from run to run.
         method = IDENTITY.matcher(method).replaceAll("@");
-        StringBuilder row = new StringBuilder().append(cls).append('\t').append(clean(method)).append('\t')
+        StringBuilder row = new StringBuilder()
+                .append(cls)
+                .append('\t')
+                .append(clean(method))
+                .append('\t')
                 .append(result);
         for (int i = 0; i < 3; i++) {
             row.append('\t').append(before == null || after == null ? "-" : Long.toString(after[i] - before[i]));
         }
-        row.append('\t').append(clean(why.length() > 400 ? why.substring(0, 400) + "..." : why)).append('\n');
+        row.append('\t')
+                .append(clean(why.length() > 400 ? why.substring(0, 400) + "..." : why))
+                .append('\n');
         try {
-            Files.write(Path.of(file), row.toString().getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE,
+            Files.write(
+                    Path.of(file),
+                    row.toString().getBytes(StandardCharsets.UTF_8),
+                    StandardOpenOption.CREATE,
                     StandardOpenOption.APPEND);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
