@@ -1,8 +1,12 @@
 package io.streamshard;
 
+import io.streamshard.agent.StreamShardAgent;
+import java.lang.instrument.Instrumentation;
 import java.util.Map;
+import net.bytebuddy.agent.ByteBuddyAgent;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.processor.internals.StreamShardInstances;
+import org.slf4j.LoggerFactory;
 
 /** What streamshard does with a {@code KafkaStreams} instance. */
 public final class StreamShard {
@@ -46,21 +50,21 @@ public final class StreamShard {
      *     or this Kafka Streams version cannot be instrumented (the application then runs stock)
      */
     public static boolean install() {
-        if (io.streamshard.agent.StreamShardAgent.installed()) {
-            return io.streamshard.agent.StreamShardAgent.prepared(StreamShard.class.getClassLoader());
+        if (StreamShardAgent.installed()) {
+            return StreamShardAgent.prepared(StreamShard.class.getClassLoader());
         }
-        java.lang.instrument.Instrumentation inst;
+        Instrumentation inst;
         try {
-            inst = net.bytebuddy.agent.ByteBuddyAgent.install();
+            inst = ByteBuddyAgent.install();
         } catch (RuntimeException e) {
-            org.slf4j.LoggerFactory.getLogger("io.streamshard")
+            LoggerFactory.getLogger("io.streamshard")
                     .error(
                             "streamshard: cannot attach to this JVM ({}); start it with -javaagent:streamshard.jar or "
                                     + "-Djdk.attach.allowAttachSelf=true; the application runs stock",
                             e.toString());
             return false;
         }
-        return io.streamshard.agent.StreamShardAgent.install(inst, StreamShard.class.getClassLoader());
+        return StreamShardAgent.install(inst, StreamShard.class.getClassLoader());
     }
 
     /**

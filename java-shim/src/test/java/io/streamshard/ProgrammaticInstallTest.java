@@ -2,6 +2,7 @@ package io.streamshard;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Files;
 import java.util.Properties;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -20,9 +21,7 @@ class ProgrammaticInstallTest {
         p.put("application.id", "programmatic-install");
         p.put("bootstrap.servers", "127.0.0.1:1"); // never started: no broker needed
         p.put("streamshard.workers", "2");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-install").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-install").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             assertThat(StreamShard.active(streams)).isTrue();
         }

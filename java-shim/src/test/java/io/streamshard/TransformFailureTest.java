@@ -3,6 +3,7 @@ package io.streamshard;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.agent.AgentState;
+import java.nio.file.Files;
 import java.util.Properties;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -20,9 +21,7 @@ class TransformFailureTest {
         Properties p = new Properties();
         p.put("application.id", "transform-failure");
         p.put("bootstrap.servers", "127.0.0.1:1"); // never started: no broker needed
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-failure").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-failure").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             assertThat(StreamShard.active(streams)).isFalse();
         }

@@ -1,6 +1,7 @@
 package io.streamshard.examples;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
@@ -9,6 +10,7 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Produced;
@@ -76,13 +78,10 @@ public final class BenchApp {
             case "wordcount" -> {
                 // Word-count style: split (each record is one word, its key, so that every count is
                 // checkable against the input), regroup by the word (a repartition topic), count.
-                KStream<String, String> words = worked.flatMapValues(v -> java.util.List.of(v));
+                KStream<String, String> words = worked.flatMapValues(v -> List.of(v));
                 words.to(output, Produced.with(Serdes.String(), Serdes.String()));
                 // Named, so the harness can wait on <application-id>-words-repartition too.
-                words.groupBy(
-                                (k, v) -> k,
-                                org.apache.kafka.streams.kstream.Grouped.with(
-                                        "words", Serdes.String(), Serdes.String()))
+                words.groupBy((k, v) -> k, Grouped.with("words", Serdes.String(), Serdes.String()))
                         .count()
                         .toStream()
                         .mapValues(c -> Long.toString(c))

@@ -1,6 +1,10 @@
 package io.streamshard.examples;
 
 import java.io.File;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -9,6 +13,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
@@ -17,6 +23,8 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -108,8 +116,7 @@ public final class Demo {
         String status = null;
         if (mode.equals("streamshard")) {
             cmd.add("-javaagent:" + agent);
-            try (java.net.ServerSocket free =
-                    new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
                 status = "127.0.0.1:" + free.getLocalPort();
             }
             cmd.add("-Dstreamshard.demo.status=" + status);
@@ -180,8 +187,8 @@ public final class Demo {
         OutputProgress(String bootstrap, String topic) {
             Properties p = new Properties();
             p.put("bootstrap.servers", bootstrap);
-            p.put("key.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
-            p.put("value.deserializer", org.apache.kafka.common.serialization.ByteArrayDeserializer.class.getName());
+            p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+            p.put("value.deserializer", ByteArrayDeserializer.class.getName());
             consumer = new KafkaConsumer<>(p);
             consumer.partitionsFor(topic).forEach(i -> partitions.add(new TopicPartition(topic, i.partition())));
         }
@@ -219,12 +226,12 @@ public final class Demo {
         }
         try {
             Process c = new ProcessBuilder(CLI, addr).redirectErrorStream(true).start();
-            String out = new String(c.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            if (c.waitFor(10, java.util.concurrent.TimeUnit.SECONDS) && c.exitValue() == 0) {
+            String out = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (c.waitFor(10, TimeUnit.SECONDS) && c.exitValue() == 0) {
                 System.out.println("a third of the way through, " + CLI + " " + addr + " shows:");
                 out.lines().forEach(l -> System.out.println("  | " + l));
             }
-        } catch (java.io.IOException | InterruptedException e) {
+        } catch (IOException | InterruptedException e) {
             // the demo goes on without it
         }
     }
@@ -237,7 +244,7 @@ public final class Demo {
             long records,
             Duration timeout,
             Runnable check,
-            java.util.function.LongConsumer onProgress)
+            LongConsumer onProgress)
             throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
@@ -337,8 +344,7 @@ public final class Demo {
     }
 
     /** Every record of a topic, in partition order (read-committed). */
-    public static <V> List<ConsumerRecord<String, V>> readAll(
-            String bootstrap, String topic, org.apache.kafka.common.serialization.Deserializer<V> values)
+    public static <V> List<ConsumerRecord<String, V>> readAll(String bootstrap, String topic, Deserializer<V> values)
             throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);

@@ -2,6 +2,7 @@ package io.streamshard.examples;
 
 import java.util.Properties;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
 
 /**
  * The enrichment app with topic names suffixed per run (so stock and streamshard runs do not
@@ -20,7 +21,7 @@ public final class DemoApp {
         Properties p = EnrichmentApp.config(bootstrap, appId);
         p.put("streamshard.workers", Integer.toString(workers));
         if (Boolean.getBoolean("streamshard.demo.default.commit")) {
-            p.remove(org.apache.kafka.streams.StreamsConfig.COMMIT_INTERVAL_MS_CONFIG); // Kafka Streams' 30 s
+            p.remove(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG); // Kafka Streams' 30 s
         }
         String status = System.getProperty("streamshard.demo.status");
         if (status != null) {

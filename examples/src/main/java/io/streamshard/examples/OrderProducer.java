@@ -4,12 +4,16 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
@@ -44,9 +48,9 @@ public final class OrderProducer {
                                     && d.partitions().stream()
                                             .allMatch(pi -> pi.leader() != null
                                                     && !pi.leader().isEmpty()));
-                } catch (java.util.concurrent.ExecutionException e) {
+                } catch (ExecutionException e) {
                     // A topic created a moment ago may not be in the metadata yet.
-                    if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+                    if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
                         throw e;
                     }
                     ready = false;
@@ -73,8 +77,7 @@ public final class OrderProducer {
 
     /** Writes the customers table: customer-0 .. customer-(customers - 1), each with its tier. */
     public static void produceCustomers(String bootstrap, String topic, int customers) throws Exception {
-        java.util.concurrent.atomic.AtomicReference<Exception> failed =
-                new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(stringProducer(bootstrap, 20))) {
             for (int i = 0; i < customers; i++) {
                 String customer = "customer-" + i;
@@ -113,11 +116,10 @@ public final class OrderProducer {
             throws Exception {
         Properties p = stringProducer(bootstrap, 5);
         Zipf zipf = new Zipf(customers, s, seed);
-        java.util.Random amounts = new java.util.Random(seed + 1);
+        Random amounts = new Random(seed + 1);
         Map<String, Long> counts = new HashMap<>();
         Map<String, Long> totals = new HashMap<>();
-        java.util.concurrent.atomic.AtomicReference<Exception> failed =
-                new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             for (int i = 0; i < records; i++) {
                 String customer = "customer-" + zipf.next();

@@ -12,13 +12,18 @@ import java.lang.management.MemoryUsage;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
@@ -29,6 +34,7 @@ import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -42,6 +48,7 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * The torture test's app (scripts/torture.sh, bench/torture.py): an ordinary Kafka Streams app run
@@ -155,11 +162,7 @@ public final class TortureApp {
                                 probe.exit("aggregate", k);
                             }
                         },
-                        Materialized
-                                .<String, Long,
-                                        org.apache.kafka.streams.state.KeyValueStore<
-                                                org.apache.kafka.common.utils.Bytes, byte[]>>
-                                        as("torture-totals")
+                        Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("torture-totals")
                                 .withKeySerde(Serdes.String())
                                 .withValueSerde(Serdes.Long()))
                 .toStream()
@@ -252,7 +255,7 @@ public final class TortureApp {
                             List.of(new AlterConfigOp(
                                     new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET))))
                     .all()
-                    .get(60, java.util.concurrent.TimeUnit.SECONDS);
+                    .get(60, TimeUnit.SECONDS);
         }
     }
 
@@ -310,12 +313,12 @@ public final class TortureApp {
 
         private double maxTaskSlots;
         /** The most slots each task held at a reading (queued + running). */
-        private final Map<String, Double> slotsByTask = new java.util.TreeMap<>();
+        private final Map<String, Double> slotsByTask = new TreeMap<>();
         /** Active tasks at the last reading, those gone since, and the thread each ran on last. */
-        private java.util.Set<String> activeBefore = new TreeSet<>();
+        private Set<String> activeBefore = new TreeSet<>();
 
-        private final java.util.Set<String> gone = new TreeSet<>();
-        private final Map<String, String> lastThread = new java.util.HashMap<>();
+        private final Set<String> gone = new TreeSet<>();
+        private final Map<String, String> lastThread = new HashMap<>();
         private long tasksReturned;
         private long tasksMoved;
         private int standbysMax;
@@ -354,7 +357,7 @@ public final class TortureApp {
 
         /** Reads the task metrics: the longest drain, and the most slots each task holds (every 100 ms). */
         synchronized void sample() {
-            Map<String, Double> slots = new java.util.HashMap<>();
+            Map<String, Double> slots = new HashMap<>();
             for (Map.Entry<MetricName, ? extends Metric> m : streams.metrics().entrySet()) {
                 MetricName n = m.getKey();
                 if (!n.group().equals("streamshard-task-metrics")
@@ -380,7 +383,7 @@ public final class TortureApp {
          * assignment to it again), and those that went from one of its threads to another.
          */
         private void trackTasks() {
-            java.util.Set<String> active = new TreeSet<>();
+            Set<String> active = new TreeSet<>();
             int standbys = 0;
             try {
                 for (ThreadMetadata t : streams.metadataForLocalThreads()) {
@@ -439,7 +442,7 @@ public final class TortureApp {
             }
             sample();
             long heapUsed = 0;
-            java.util.Set<String> heapPools = new java.util.HashSet<>();
+            Set<String> heapPools = new HashSet<>();
             for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
                 if (pool.getType() == MemoryType.HEAP) {
                     heapPools.add(pool.getName());

@@ -13,6 +13,7 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -272,10 +273,8 @@ class BadInputIT {
         assertThat(interruptedAtStart.get())
                 .as("records that started interrupted")
                 .isZero();
-        assertThat(Demo.readAll(BOOTSTRAP, out, new StringDeserializer()))
-                .hasSize((int) java.util.stream.IntStream.range(0, RECORDS)
-                        .filter(i -> i % 7 != 0)
-                        .count());
+        assertThat(Demo.readAll(BOOTSTRAP, out, new StringDeserializer())).hasSize((int)
+                IntStream.range(0, RECORDS).filter(i -> i % 7 != 0).count());
     }
 
     @ParameterizedTest
@@ -345,6 +344,6 @@ class BadInputIT {
         List<ConsumerRecord<String, String>> got = Demo.readAll(BOOTSTRAP, out, new StringDeserializer());
         assertThat(got.stream().map(r -> Integer.parseInt(r.value())).toList())
                 .as("one partition, one record at a time: the input order")
-                .isEqualTo(java.util.stream.IntStream.range(0, RECORDS).boxed().toList());
+                .isEqualTo(IntStream.range(0, RECORDS).boxed().toList());
     }
 }

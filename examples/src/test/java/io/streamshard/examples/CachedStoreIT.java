@@ -6,10 +6,12 @@ import io.streamshard.StreamShard;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -65,7 +67,7 @@ class CachedStoreIT {
         AtomicReference<String> violation = new AtomicReference<>();
         Map<String, AtomicLong> aggregatedOn = new ConcurrentHashMap<>();
         // "key,seq" of every update made on a worker: each must be forwarded, as an uncached store's.
-        java.util.Set<String> onWorkers = ConcurrentHashMap.newKeySet();
+        Set<String> onWorkers = ConcurrentHashMap.newKeySet();
         Map<String, AtomicInteger> inUse = new ConcurrentHashMap<>();
         Map<String, AtomicLong> lastSeq = new ConcurrentHashMap<>();
         StreamsBuilder b = new StreamsBuilder();
@@ -145,7 +147,7 @@ class CachedStoreIT {
         assertThat(last).hasSize(KEYS);
         expected.forEach(
                 (k, n) -> assertThat(last.get(k)).as("last update of " + k).isEqualTo(n + "," + n));
-        java.util.Set<String> forwarded = new java.util.HashSet<>();
+        Set<String> forwarded = new HashSet<>();
         out.forEach(r -> forwarded.add(r.key() + "," + r.value().split(",")[0]));
         assertThat(forwarded).as("every update made on a worker was forwarded").containsAll(onWorkers);
         // The cache merged updates on the StreamThread: fewer updates than records, as in stock.

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -71,14 +72,14 @@ final class CoverageCatalog {
         final String outSuffix;
         final Violations violations;
         /** Records the slow steps ran on streamshard worker threads, and on any other thread. */
-        final java.util.concurrent.atomic.AtomicLong slowOnWorkers = new java.util.concurrent.atomic.AtomicLong();
+        final AtomicLong slowOnWorkers = new AtomicLong();
 
-        final java.util.concurrent.atomic.AtomicLong slowElsewhere = new java.util.concurrent.atomic.AtomicLong();
+        final AtomicLong slowElsewhere = new AtomicLong();
 
         /** When the slow step started first and ended last (nanoTime): its rate, without start-up. */
-        final java.util.concurrent.atomic.AtomicLong firstSlowAt = new java.util.concurrent.atomic.AtomicLong();
+        final AtomicLong firstSlowAt = new AtomicLong();
 
-        final java.util.concurrent.atomic.AtomicLong lastSlowAt = new java.util.concurrent.atomic.AtomicLong();
+        final AtomicLong lastSlowAt = new AtomicLong();
 
         /** The slow step: sleeps, notes the thread kind. */
         String slowly(String v) {

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.apache.kafka.streams.TopologyDescription;
 import org.junit.jupiter.api.Test;
@@ -100,7 +101,7 @@ class CoverageCatalogTest {
         Map<String, String> explain = new TreeMap<>();
         Map<String, TopologyDescription.Node> byName = Explain.nodesByName(d);
         nodes.forEach((task, m) -> {
-            Set<String> top = new java.util.TreeSet<>();
+            Set<String> top = new TreeSet<>();
             m.forEach((name, decision) -> {
                 if (Explain.isSerial(decision)
                         && byName.get(name).predecessors().stream().noneMatch(p -> Explain.isSerial(m.get(p.name())))) {

@@ -3,8 +3,10 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -69,11 +71,11 @@ class ErrorsIT {
     }
 
     private KafkaStreams app(String[] t, boolean continueOnError, String where, boolean streamshard) throws Exception {
-        return app(t, continueOnError, where, streamshard, java.util.Map.of());
+        return app(t, continueOnError, where, streamshard, Map.of());
     }
 
     private KafkaStreams app(
-            String[] t, boolean continueOnError, String where, boolean streamshard, java.util.Map<String, String> extra)
+            String[] t, boolean continueOnError, String where, boolean streamshard, Map<String, String> extra)
             throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         var in = b.stream(t[0], Consumed.with(Serdes.String(), Serdes.String()));
@@ -90,9 +92,7 @@ class ErrorsIT {
                                 Named.as("serial-check"));
         checked.to(t[1], Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, t[2]);
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         p.put("streamshard.inline.below.us", where.equals("inline") ? "1000000" : "0");
         p.put("streamshard.enabled", Boolean.toString(streamshard));
         if (continueOnError) {
@@ -178,7 +178,7 @@ class ErrorsIT {
         String[] t = {"errors-idle-in" + suffix, "errors-idle-out" + suffix, "it" + suffix};
         OrderProducer.createTopics(BOOTSTRAP, 1, List.of(t[0], t[1]));
         Throwable root;
-        try (KafkaStreams streams = app(t, false, where, true, java.util.Map.of("commit.interval.ms", "300000"))) {
+        try (KafkaStreams streams = app(t, false, where, true, Map.of("commit.interval.ms", "300000"))) {
             // Thirty seconds: stock fails within one poll of the record; the commit is 300 s away.
             root = Inputs.runUntilError(
                     streams,

@@ -3,6 +3,8 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
@@ -27,7 +29,7 @@ final class Inputs {
      * sequence numbers 1, 2, 3... (the tests' processors make B slow).
      */
     static void producePhases(String bootstrap, String topic, int cheap, int slow, int keys) throws Exception {
-        java.util.Map<Integer, Integer> seqs = new java.util.HashMap<>();
+        Map<Integer, Integer> seqs = new HashMap<>();
         produce(
                 bootstrap,
                 2 * cheap + slow,

@@ -6,9 +6,11 @@ import io.streamshard.StreamShard;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -18,6 +20,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.errors.InvalidStateStoreException;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -74,7 +77,7 @@ class InteractiveQueriesIT {
                 sleep(50);
             }
             AtomicBoolean stop = new AtomicBoolean();
-            List<String> problems = java.util.Collections.synchronizedList(new ArrayList<>());
+            List<String> problems = Collections.synchronizedList(new ArrayList<>());
             AtomicLong reads = new AtomicLong();
             List<Thread> queriers = new ArrayList<>();
             for (String store : List.of("iq-mem", "iq-rocks")) {
@@ -108,7 +111,7 @@ class InteractiveQueriesIT {
     private static void query(
             KafkaStreams streams, String store, AtomicBoolean stop, List<String> problems, AtomicLong reads) {
         Map<String, Long> seen = new ConcurrentHashMap<>();
-        java.util.Random random = new java.util.Random(store.hashCode());
+        Random random = new Random(store.hashCode());
         while (!stop.get() && problems.size() < 20) {
             try {
                 ReadOnlyKeyValueStore<String, Long> s =
@@ -131,7 +134,7 @@ class InteractiveQueriesIT {
                     drain(store, "prefixScan", it, seen, problems);
                 }
                 reads.incrementAndGet();
-            } catch (org.apache.kafka.streams.errors.InvalidStateStoreException e) {
+            } catch (InvalidStateStoreException e) {
                 // rebalancing or not yet running: stock answers the same; try again
                 sleep(10);
             } catch (RuntimeException e) {

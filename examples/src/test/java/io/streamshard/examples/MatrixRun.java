@@ -18,6 +18,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StoreQueryParameters;
@@ -91,10 +92,10 @@ final class MatrixRun {
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(
                 StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG,
-                org.apache.kafka.common.serialization.Serdes.String().getClass().getName());
+                Serdes.String().getClass().getName());
         p.put(
                 StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG,
-                org.apache.kafka.common.serialization.Serdes.String().getClass().getName());
+                Serdes.String().getClass().getName());
         p.put("state.dir", Files.createTempDirectory("streamshard-matrix").toString());
         // Stock emits a left/outer stream-stream join's unmatched records at most once per second
         // of wall-clock time (a throttle on an internal setting), so which records come out when

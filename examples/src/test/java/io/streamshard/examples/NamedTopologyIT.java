@@ -3,6 +3,7 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
@@ -39,9 +40,7 @@ class NamedTopologyIT {
             Inputs.produce(BOOTSTRAP, RECORDS, i -> new ProducerRecord<>(in, "k" + (i % 10), Integer.toString(i)));
         }
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         p.put("streamshard.inline.below.us", "0");
         try (KafkaStreamsNamedTopologyWrapper streams = new KafkaStreamsNamedTopologyWrapper(p)) {
             NamedTopologyBuilder a = streams.newNamedTopologyBuilder("topology-a");

@@ -3,10 +3,12 @@ package io.streamshard.examples;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -208,8 +210,8 @@ final class OutputCompare {
         return m;
     }
 
-    private static <T> java.util.Set<T> union(java.util.Set<T> a, java.util.Set<T> b) {
-        java.util.Set<T> u = new java.util.HashSet<>(a);
+    private static <T> Set<T> union(Set<T> a, Set<T> b) {
+        Set<T> u = new HashSet<>(a);
         u.addAll(b);
         return u;
     }

@@ -3,17 +3,23 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindows;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -47,9 +53,7 @@ class ParallelIT {
                 OrderProducer.produce(BOOTSTRAP, EnrichmentApp.INPUT + suffix, 3_000, 10_000, 1.1, 7);
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "32");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         if (eos) {
             p.put("processing.guarantee", "exactly_once_v2");
         }
@@ -57,8 +61,7 @@ class ParallelIT {
             AtomicReference<Throwable> error = new AtomicReference<>();
             streams.setUncaughtExceptionHandler(e -> {
                 error.set(e);
-                return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
-                        .SHUTDOWN_CLIENT;
+                return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             });
             streams.start();
             Demo.waitForCommitted(
@@ -102,9 +105,7 @@ class ParallelIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("streamshard.workers", "16");
         p.put("streamshard.parallel.processors", "probe");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 2_000, Duration.ofMinutes(3), () -> {});
@@ -116,9 +117,8 @@ class ParallelIT {
         assertThat(probe.maxRunning.get())
                 .as("records running at once with 16 workers")
                 .isGreaterThanOrEqualTo(8);
-        long outputRecords = Demo.readAll(
-                        BOOTSTRAP, output, new org.apache.kafka.common.serialization.StringDeserializer())
-                .size();
+        long outputRecords =
+                Demo.readAll(BOOTSTRAP, output, new StringDeserializer()).size();
         assertThat(outputRecords)
                 .isEqualTo(expected.counts().values().stream()
                         .mapToLong(Long::longValue)
@@ -136,16 +136,14 @@ class ParallelIT {
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(output));
         b.stream(EnrichmentApp.INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()))
                 .groupByKey()
-                .windowedBy(org.apache.kafka.streams.kstream.TimeWindows.ofSizeWithNoGrace(Duration.ofHours(1)))
+                .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofHours(1)))
                 .count()
                 .toStream((w, c) -> w.key())
                 .to(output, Produced.with(Serdes.String(), Serdes.Long()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + suffix);
         p.put("default.key.serde", Serdes.String().getClass().getName());
         p.put("default.value.serde", Serdes.String().getClass().getName());
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(
@@ -156,8 +154,8 @@ class ParallelIT {
                             assertThat(decision).startsWith("serial: ").contains("window"));
         }
         // All records fall into one hour window here (produced within seconds): final count per key.
-        Map<String, Long> counts = new java.util.HashMap<>();
-        for (var r : Demo.readAll(BOOTSTRAP, output, new org.apache.kafka.common.serialization.LongDeserializer())) {
+        Map<String, Long> counts = new HashMap<>();
+        for (var r : Demo.readAll(BOOTSTRAP, output, new LongDeserializer())) {
             counts.merge(r.key(), r.value(), Math::max);
         }
         assertThat(counts.values().stream().mapToLong(Long::longValue).sum())

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.ProcessorSupplier;
@@ -32,9 +33,7 @@ final class Probe {
      * names the record for {@link #ranOn} (e.g. its phase).
      */
     ProcessorSupplier<String, String, String, String> supplier(
-            String input,
-            Consumer<Record<String, String>> work,
-            java.util.function.Function<Record<String, String>, String> label) {
+            String input, Consumer<Record<String, String>> work, Function<Record<String, String>, String> label) {
         return () -> new Processor<>() {
             private ProcessorContext<String, String> context;
 

@@ -3,6 +3,7 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -93,9 +94,7 @@ class PunctuatorIT {
         // than handing a whole poll's records to the workers and punctuating once per poll (3.9 and
         // 4.0 reached only 5 stream-time punctuations in CI with the default 1,000).
         p.put("max.poll.records", "50");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-it").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(BOOTSTRAP, "it" + suffix, input, 4_000, Duration.ofMinutes(2), () -> {});

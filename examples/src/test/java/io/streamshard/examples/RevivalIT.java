@@ -3,6 +3,7 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -21,8 +22,12 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.errors.TaskCorruptedException;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -58,18 +63,16 @@ class RevivalIT {
         StreamsBuilder b = new StreamsBuilder();
         b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
                 .processValues(
-                        () -> new org.apache.kafka.streams.processor.api.FixedKeyProcessor<String, String, String>() {
-                            private org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> ctx;
+                        () -> new FixedKeyProcessor<String, String, String>() {
+                            private FixedKeyProcessorContext<String, String> ctx;
 
                             @Override
-                            public void init(
-                                    org.apache.kafka.streams.processor.api.FixedKeyProcessorContext<String, String> c) {
+                            public void init(FixedKeyProcessorContext<String, String> c) {
                                 ctx = c;
                             }
 
                             @Override
-                            public void process(
-                                    org.apache.kafka.streams.processor.api.FixedKeyRecord<String, String> r) {
+                            public void process(FixedKeyRecord<String, String> r) {
                                 int i = Integer.parseInt(r.value());
                                 LockSupport.parkNanos(Duration.ofMillis(1).toNanos()); // the slow step
                                 if (i == CORRUPT_AT && corrupted.compareAndSet(false, true)) {
@@ -82,7 +85,7 @@ class RevivalIT {
                                 ctx.forward(r);
                             }
                         },
-                        org.apache.kafka.streams.kstream.Named.as("slow"))
+                        Named.as("slow"))
                 .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
                 .count()
                 .toStream()
@@ -91,9 +94,7 @@ class RevivalIT {
         p.put("streamshard.workers", "16");
         p.put("streamshard.parallel.processors", "slow");
         p.put("streamshard.inline.below.us", "0");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-revive").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-revive").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(

@@ -7,6 +7,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.streamshard.StreamShard;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -23,12 +27,16 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.Record;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -142,7 +150,7 @@ class StatusIT {
         b.stream("sst-unused", Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> v)
                 .to("sst-unused-out");
-        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             Properties p = EnrichmentApp.config(BOOTSTRAP, "it" + Inputs.suffix("status-busy"));
             p.put("streamshard.status.listener", "127.0.0.1:" + taken.getLocalPort());
             p.put(
@@ -157,8 +165,8 @@ class StatusIT {
         }
         Properties open = EnrichmentApp.config(BOOTSTRAP, "it" + Inputs.suffix("status-open"));
         open.put("streamshard.status.listener", "0.0.0.0:0");
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new KafkaStreams(b.build(), open).close())
-                .isInstanceOf(org.apache.kafka.common.config.ConfigException.class)
+        Assertions.assertThatThrownBy(() -> new KafkaStreams(b.build(), open).close())
+                .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("streamshard.status.listener")
                 .hasMessageContaining("streamshard.status.allow.remote");
     }
@@ -181,13 +189,13 @@ class StatusIT {
                         .statusCode())
                 .isEqualTo(404);
         String[] hp = addr.split(":");
-        try (java.net.Socket raw = new java.net.Socket(hp[0], Integer.parseInt(hp[1]))) {
+        try (Socket raw = new Socket(hp[0], Integer.parseInt(hp[1]))) {
             raw.getOutputStream().write(new byte[] {(byte) 0xff, 0, 1, 2, '\r', '\n', '\r', '\n'});
             raw.getOutputStream().flush();
             raw.setSoTimeout(5000);
             try {
                 raw.getInputStream().read(); // a 400 or a closed connection, never a hang
-            } catch (java.net.SocketTimeoutException e) {
+            } catch (SocketTimeoutException e) {
                 throw new AssertionError("the listener hung on a malformed request", e);
             }
         }
@@ -223,9 +231,8 @@ class StatusIT {
             Inputs.produce(
                     BOOTSTRAP, 200, n -> new ProducerRecord<>(topic, "k" + (n % 40), Integer.toString(from + n)));
             Thread.sleep(300);
-            for (Map.Entry<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> e :
-                    streams.metrics().entrySet()) {
-                org.apache.kafka.common.MetricName m = e.getKey();
+            for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
+                MetricName m = e.getKey();
                 if (m.group().equals("streamshard-metrics") && m.name().equals("handoffs-rate")) {
                     best = Math.max(best, (Double) e.getValue().metricValue());
                 } else if (m.group().equals("streamshard-task-metrics")

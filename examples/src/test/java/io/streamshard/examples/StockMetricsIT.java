@@ -3,6 +3,7 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -75,9 +76,7 @@ class StockMetricsIT {
         p.put("streamshard.enabled", Boolean.toString(streamshard));
         p.put("streamshard.workers", "16");
         p.put("streamshard.inline.below.us", "0");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-metrics").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-metrics").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(BOOTSTRAP, appId, in, RECORDS, Duration.ofMinutes(2), () -> {});

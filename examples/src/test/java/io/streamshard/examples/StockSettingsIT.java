@@ -2,6 +2,8 @@ package io.streamshard.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -15,9 +17,8 @@ import org.junit.jupiter.api.Test;
 class StockSettingsIT {
 
     private static String create(String... settings) throws Exception {
-        List<String> cmd = new java.util.ArrayList<>(List.of(
-                java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java")
-                        .toString(),
+        List<String> cmd = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-javaagent:" + System.getProperty("streamshard.agent.jar"),
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",

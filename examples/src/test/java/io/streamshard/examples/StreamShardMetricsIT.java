@@ -3,6 +3,7 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -70,9 +71,7 @@ class StreamShardMetricsIT {
         Properties p = EnrichmentApp.config(BOOTSTRAP, appId);
         p.put("streamshard.workers", "8");
         p.put("streamshard.inline.below.us", "0");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("streamshard-ssmetrics").toString());
+        p.put("state.dir", Files.createTempDirectory("streamshard-ssmetrics").toString());
         try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
             streams.start();
             Demo.waitForCommitted(BOOTSTRAP, appId, a, RECORDS, Duration.ofMinutes(2), () -> {});

@@ -1,5 +1,9 @@
 package io.streamshard.agent;
 
+import java.util.Collections;
+import java.util.Map;
+import java.util.WeakHashMap;
+
 /**
  * Whether every class the agent instruments was transformed. Classes are transformed lazily, as
  * Kafka Streams loads them, so a failure can come after installation; from then on no new
@@ -9,8 +13,8 @@ package io.streamshard.agent;
  */
 public final class AgentState {
     private static volatile String failure;
-    private static final java.util.Map<ClassLoader, java.util.Map<String, String>> VARIANTS =
-            java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+    private static final Map<ClassLoader, Map<String, String>> VARIANTS =
+            Collections.synchronizedMap(new WeakHashMap<>());
 
     /** The agent's argument as the JVM gave it (null: none); parsed and checked by the settings. */
     private static volatile String agentArguments;
@@ -43,13 +47,13 @@ public final class AgentState {
     }
 
     /** Records the helper variant each family uses in {@code loader} (family and variant class names). */
-    static void variants(ClassLoader loader, java.util.Map<String, String> chosen) {
-        VARIANTS.put(loader, java.util.Map.copyOf(chosen));
+    static void variants(ClassLoader loader, Map<String, String> chosen) {
+        VARIANTS.put(loader, Map.copyOf(chosen));
     }
 
     /** The variant of {@code family} the install-time check chose for {@code loader}, or null if none ran. */
     public static String variant(ClassLoader loader, String family) {
-        java.util.Map<String, String> m = VARIANTS.get(loader);
+        Map<String, String> m = VARIANTS.get(loader);
         return m == null ? null : m.get(family);
     }
 }

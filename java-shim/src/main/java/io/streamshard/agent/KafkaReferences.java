@@ -26,6 +26,7 @@ import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.jar.asm.ClassReader;
 import net.bytebuddy.jar.asm.ClassWriter;
 import net.bytebuddy.jar.asm.Opcodes;
+import net.bytebuddy.jar.asm.Type;
 import net.bytebuddy.jar.asm.commons.ClassRemapper;
 import net.bytebuddy.jar.asm.commons.Remapper;
 import net.bytebuddy.pool.TypePool;
@@ -110,7 +111,7 @@ public final class KafkaReferences {
                 case FIELD:
                     return "field " + o + "." + name;
                 default:
-                    String params = Stream.of(net.bytebuddy.jar.asm.Type.getArgumentTypes(desc))
+                    String params = Stream.of(Type.getArgumentTypes(desc))
                             .map(t ->
                                     t.getClassName().substring(t.getClassName().lastIndexOf('.') + 1))
                             .collect(Collectors.joining(", "));

@@ -2,11 +2,16 @@ package io.streamshard.agent;
 
 import static net.bytebuddy.matcher.ElementMatchers.named;
 
+import io.streamshard.scheduler.NativeLibrary;
+import io.streamshard.scheduler.NativeLibraryException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.instrument.IllegalClassFormatException;
 import java.lang.instrument.Instrumentation;
+import java.security.ProtectionDomain;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -16,7 +21,9 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
+import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.asm.AsmVisitorWrapper;
 import net.bytebuddy.asm.MemberSubstitution;
@@ -25,6 +32,7 @@ import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
+import net.bytebuddy.matcher.ElementMatchers;
 import net.bytebuddy.pool.TypePool;
 import net.bytebuddy.utility.JavaModule;
 
@@ -142,15 +150,15 @@ public final class StreamShardAgent {
             return true;
         }
         try {
-            io.streamshard.scheduler.NativeLibrary.check();
-        } catch (io.streamshard.scheduler.NativeLibraryException e) {
+            NativeLibrary.check();
+        } catch (NativeLibraryException e) {
             AgentLog.error(null, e.getMessage() + "; nothing was changed, the application runs stock (serial)", null);
             return false;
         }
         // ByteBuddy's class injectors (which the agent never uses) would otherwise reach for
         // sun.misc.Unsafe, and JDK 24+ warns about that at start. The property is that of the
         // agent's own (relocated) ByteBuddy; an application's ByteBuddy is left alone.
-        String safe = net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".safe";
+        String safe = ByteBuddy.class.getPackage().getName() + ".safe";
         if (System.getProperty(safe) == null) {
             System.setProperty(safe, "true");
         }
@@ -160,10 +168,10 @@ public final class StreamShardAgent {
         // The transformer never looks at ByteBuddy's or the agent's own classes: loading one while
         // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
-                .ignore(net.bytebuddy.matcher.ElementMatchers.nameStartsWith(
-                                net.bytebuddy.ByteBuddy.class.getPackage().getName() + ".")
-                        .or(net.bytebuddy.matcher.ElementMatchers.nameStartsWith("io.streamshard."))
-                        .or(net.bytebuddy.matcher.ElementMatchers.isSynthetic()))
+                .ignore(ElementMatchers.nameStartsWith(
+                                ByteBuddy.class.getPackage().getName() + ".")
+                        .or(ElementMatchers.nameStartsWith("io.streamshard."))
+                        .or(ElementMatchers.isSynthetic()))
                 .disableClassFormatChanges()
                 // Loads every class the transformer itself uses before it is installed.
                 .warmUp(Hook.class)
@@ -210,22 +218,18 @@ public final class StreamShardAgent {
      * and made ByteBuddy's parser hot enough for the JIT compiler to spend more on it while the
      * application was already processing.
      */
-    static final class OnlyNamed extends net.bytebuddy.agent.builder.ResettableClassFileTransformer.WithDelegation {
-        private final Set<String> internalNames = new java.util.HashSet<>();
+    static final class OnlyNamed extends ResettableClassFileTransformer.WithDelegation {
+        private final Set<String> internalNames = new HashSet<>();
 
-        OnlyNamed(net.bytebuddy.agent.builder.ResettableClassFileTransformer delegate, Set<String> types) {
+        OnlyNamed(ResettableClassFileTransformer delegate, Set<String> types) {
             super(delegate);
             types.forEach(t -> internalNames.add(t.replace('.', '/')));
         }
 
         @Override
         public byte[] transform(
-                ClassLoader loader,
-                String className,
-                Class<?> redefined,
-                java.security.ProtectionDomain domain,
-                byte[] classFile)
-                throws java.lang.instrument.IllegalClassFormatException {
+                ClassLoader loader, String className, Class<?> redefined, ProtectionDomain domain, byte[] classFile)
+                throws IllegalClassFormatException {
             return className != null && internalNames.contains(className)
                     ? classFileTransformer.transform(loader, className, redefined, domain, classFile)
                     : null;
@@ -237,9 +241,9 @@ public final class StreamShardAgent {
                 ClassLoader loader,
                 String className,
                 Class<?> redefined,
-                java.security.ProtectionDomain domain,
+                ProtectionDomain domain,
                 byte[] classFile)
-                throws java.lang.instrument.IllegalClassFormatException {
+                throws IllegalClassFormatException {
             return className != null && internalNames.contains(className)
                     ? classFileTransformer.transform(module, loader, className, redefined, domain, classFile)
                     : null;
@@ -408,7 +412,7 @@ public final class StreamShardAgent {
                 .field(named("currentNode"))
                 .onWrite()
                 .replaceWith(helper(frames, "writeCurrentNode"))
-                .on(net.bytebuddy.matcher.ElementMatchers.any());
+                .on(ElementMatchers.any());
     }
 
     private static MethodDescription helper(TypeDescription frames, String name) {

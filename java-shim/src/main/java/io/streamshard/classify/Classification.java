@@ -3,8 +3,10 @@ package io.streamshard.classify;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -53,15 +55,15 @@ public final class Classification {
             return false;
         }
         Classification other = (Classification) o;
-        return java.util.Objects.equals(nodes, other.nodes)
-                && java.util.Objects.equals(serialRoots, other.serialRoots)
-                && java.util.Objects.equals(mode, other.mode)
-                && java.util.Objects.equals(stockReason, other.stockReason);
+        return Objects.equals(nodes, other.nodes)
+                && Objects.equals(serialRoots, other.serialRoots)
+                && Objects.equals(mode, other.mode)
+                && Objects.equals(stockReason, other.stockReason);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(nodes, serialRoots, mode, stockReason);
+        return Objects.hash(nodes, serialRoots, mode, stockReason);
     }
 
     @Override
@@ -81,7 +83,7 @@ public final class Classification {
 
     /** Names of the serial-region nodes. */
     public Set<String> serialNodes() {
-        Set<String> out = new java.util.LinkedHashSet<>();
+        Set<String> out = new LinkedHashSet<>();
         nodes.forEach((n, d) -> {
             if (!d.parallel()) {
                 out.add(n);

@@ -1,13 +1,16 @@
 package io.streamshard.classify;
 
 import io.streamshard.classify.NodeDecision.Region;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * Decides, per node of a task, whether it runs on the parallel path or in the task's serial
@@ -76,7 +79,7 @@ public final class NodeClassifier {
     private static final Set<String> STABLE_KEY_FORMATS;
 
     static {
-        Set<String> formats = new java.util.HashSet<>();
+        Set<String> formats = new HashSet<>();
         for (String t : List.of(
                 "String",
                 "Long",
@@ -194,15 +197,15 @@ public final class NodeClassifier {
      * id per topic). Per store that fails this, why; a store reached from one input is always fine.
      */
     static Map<String, String> keyFormatProblems(Collection<NodeInfo> nodes, Map<String, NodeInfo> byName) {
-        Map<String, java.util.Set<String>> reachedBy = new HashMap<>();
+        Map<String, Set<String>> reachedBy = new HashMap<>();
         for (NodeInfo source : nodes) {
             if (source.kind() != NodeInfo.Kind.SOURCE) {
                 continue;
             }
-            java.util.ArrayDeque<String> todo = new java.util.ArrayDeque<>(List.of(source.name()));
+            ArrayDeque<String> todo = new ArrayDeque<>(List.of(source.name()));
             while (!todo.isEmpty()) {
                 String n = todo.poll();
-                if (reachedBy.computeIfAbsent(n, k -> new java.util.HashSet<>()).add(source.name())) {
+                if (reachedBy.computeIfAbsent(n, k -> new HashSet<>()).add(source.name())) {
                     NodeInfo info = byName.get(n);
                     if (info != null) {
                         todo.addAll(info.children());
@@ -210,12 +213,12 @@ public final class NodeClassifier {
                 }
             }
         }
-        Map<String, java.util.Set<String>> storeSources = new HashMap<>();
+        Map<String, Set<String>> storeSources = new HashMap<>();
         for (NodeInfo n : nodes) {
             for (String store : n.stores()) {
                 storeSources
-                        .computeIfAbsent(store, k -> new java.util.TreeSet<>())
-                        .addAll(reachedBy.getOrDefault(n.name(), java.util.Set.of()));
+                        .computeIfAbsent(store, k -> new TreeSet<>())
+                        .addAll(reachedBy.getOrDefault(n.name(), Set.of()));
             }
         }
         Map<String, String> problems = new HashMap<>();
@@ -223,7 +226,7 @@ public final class NodeClassifier {
             if (sources.size() < 2) {
                 return;
             }
-            java.util.Set<String> formats = new java.util.TreeSet<>();
+            Set<String> formats = new TreeSet<>();
             sources.forEach(src -> formats.add(normalized(byName.get(src).keyFormat())));
             if (formats.size() != 1
                     || !STABLE_KEY_FORMATS.contains(formats.iterator().next())) {

@@ -1,5 +1,7 @@
 package io.streamshard.classify;
 
+import java.util.Objects;
+
 /** Where one node runs and why. */
 public final class NodeDecision {
     private final Region region;
@@ -27,12 +29,12 @@ public final class NodeDecision {
             return false;
         }
         NodeDecision other = (NodeDecision) o;
-        return java.util.Objects.equals(region, other.region) && java.util.Objects.equals(reason, other.reason);
+        return Objects.equals(region, other.region) && Objects.equals(reason, other.reason);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(region, reason);
+        return Objects.hash(region, reason);
     }
 
     public enum Region {

@@ -1,6 +1,7 @@
 package io.streamshard.classify;
 
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -90,19 +91,19 @@ public final class NodeInfo {
             return false;
         }
         NodeInfo other = (NodeInfo) o;
-        return java.util.Objects.equals(name, other.name)
-                && java.util.Objects.equals(kind, other.kind)
-                && java.util.Objects.equals(processorClass, other.processorClass)
-                && java.util.Objects.equals(children, other.children)
-                && java.util.Objects.equals(stores, other.stores)
-                && java.util.Objects.equals(buffered, other.buffered)
-                && java.util.Objects.equals(userStores, other.userStores)
-                && java.util.Objects.equals(keyFormat, other.keyFormat);
+        return Objects.equals(name, other.name)
+                && Objects.equals(kind, other.kind)
+                && Objects.equals(processorClass, other.processorClass)
+                && Objects.equals(children, other.children)
+                && Objects.equals(stores, other.stores)
+                && Objects.equals(buffered, other.buffered)
+                && Objects.equals(userStores, other.userStores)
+                && Objects.equals(keyFormat, other.keyFormat);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(name, kind, processorClass, children, stores, buffered, userStores, keyFormat);
+        return Objects.hash(name, kind, processorClass, children, stores, buffered, userStores, keyFormat);
     }
 
     @Override

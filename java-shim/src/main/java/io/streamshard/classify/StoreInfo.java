@@ -1,5 +1,7 @@
 package io.streamshard.classify;
 
+import java.util.Objects;
+
 /** A state store of a task, by what its layers are. */
 public final class StoreInfo {
     private final String name;
@@ -27,12 +29,12 @@ public final class StoreInfo {
             return false;
         }
         StoreInfo other = (StoreInfo) o;
-        return java.util.Objects.equals(name, other.name) && java.util.Objects.equals(kind, other.kind);
+        return Objects.equals(name, other.name) && Objects.equals(kind, other.kind);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(name, kind);
+        return Objects.hash(name, kind);
     }
 
     @Override

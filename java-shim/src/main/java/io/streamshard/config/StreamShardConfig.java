@@ -1,9 +1,18 @@
 package io.streamshard.config;
 
+import io.streamshard.agent.AgentState;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigDef.Importance;
@@ -177,11 +186,11 @@ public final class StreamShardConfig extends AbstractConfig {
     private final long drainTimeoutMs;
     private final long inlineBelowNanos;
     /** Every streamshard.* key given, by where its value came from; unmodifiable. */
-    private final java.util.SortedMap<String, Source> sources;
+    private final SortedMap<String, Source> sources;
 
-    private StreamShardConfig(Map<?, ?> props, java.util.SortedMap<String, Source> sources) {
+    private StreamShardConfig(Map<?, ?> props, SortedMap<String, Source> sources) {
         super(DEF, props, false);
-        this.sources = java.util.Collections.unmodifiableSortedMap(sources);
+        this.sources = Collections.unmodifiableSortedMap(sources);
         drainTimeoutMs = getLong(DRAIN_TIMEOUT_MS);
         inlineBelowNanos = getInt(INLINE_BELOW_US) * 1_000L;
     }
@@ -191,13 +200,13 @@ public final class StreamShardConfig extends AbstractConfig {
      * it does not set, a system property of that name, else the agent's argument.
      */
     public static StreamShardConfig from(Map<?, ?> props) {
-        return from(props, System.getProperties(), io.streamshard.agent.AgentState.agentArguments());
+        return from(props, System.getProperties(), AgentState.agentArguments());
     }
 
     /** {@link #from(Map)} with the system properties and agent argument given (tests). */
     static StreamShardConfig from(Map<?, ?> props, Map<?, ?> systemProperties, String agentArguments) {
-        Map<Object, Object> merged = new java.util.HashMap<>(props);
-        java.util.SortedMap<String, Source> sources = new java.util.TreeMap<>();
+        Map<Object, Object> merged = new HashMap<>(props);
+        SortedMap<String, Source> sources = new TreeMap<>();
         props.keySet().forEach(k -> {
             if (k instanceof String && ((String) k).startsWith(PREFIX)) {
                 sources.put((String) k, Source.APPLICATION);
@@ -249,7 +258,7 @@ public final class StreamShardConfig extends AbstractConfig {
      *     start with key=value
      */
     static Map<String, String> parseAgentArguments(String args) {
-        Map<String, String> out = new java.util.LinkedHashMap<>();
+        Map<String, String> out = new LinkedHashMap<>();
         if (args == null || args.trim().isEmpty()) {
             return out;
         }
@@ -278,7 +287,7 @@ public final class StreamShardConfig extends AbstractConfig {
                         key,
                         piece.substring(eq + 1).trim(),
                         "unknown streamshard setting, from " + "the agent argument; known: "
-                                + String.join(", ", new java.util.TreeSet<>(DEF.names())));
+                                + String.join(", ", new TreeSet<>(DEF.names())));
             }
             out.put(key, piece.substring(eq + 1).trim());
             last = key;
@@ -380,13 +389,13 @@ public final class StreamShardConfig extends AbstractConfig {
                     STATUS_LISTENER, v, "must be host:port, e.g. 127.0.0.1:7071 (port 0: any free port)");
         }
         if (!getBoolean(STATUS_ALLOW_REMOTE)) {
-            java.net.InetAddress[] addrs;
+            InetAddress[] addrs;
             try {
-                addrs = java.net.InetAddress.getAllByName(host);
-            } catch (java.net.UnknownHostException e) {
+                addrs = InetAddress.getAllByName(host);
+            } catch (UnknownHostException e) {
                 throw new ConfigException(STATUS_LISTENER, v, "unknown host " + host);
             }
-            for (java.net.InetAddress a : addrs) {
+            for (InetAddress a : addrs) {
                 if (!a.isLoopbackAddress()) {
                     throw new ConfigException(
                             STATUS_LISTENER,
@@ -408,14 +417,14 @@ public final class StreamShardConfig extends AbstractConfig {
      * The given {@code streamshard.*} settings, from the application or from outside it, as
      * strings (what the status listener shows).
      */
-    public java.util.SortedMap<String, String> shown() {
-        java.util.SortedMap<String, String> out = new java.util.TreeMap<>();
+    public SortedMap<String, String> shown() {
+        SortedMap<String, String> out = new TreeMap<>();
         originalsWithPrefix(PREFIX, false).forEach((k, v) -> out.put(k, String.valueOf(v)));
         return out;
     }
 
     /** Every given {@code streamshard.*} key and where its value came from; keys left out have their default. */
-    public java.util.SortedMap<String, Source> sources() {
+    public SortedMap<String, Source> sources() {
         return sources;
     }
 

@@ -12,6 +12,7 @@ import java.util.function.ToLongFunction;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.metrics.Gauge;
 import org.apache.kafka.common.metrics.Metrics;
+import org.slf4j.LoggerFactory;
 
 /**
  * streamshard's metrics in the instance's own Kafka Streams registry, so {@code
@@ -205,7 +206,7 @@ public final class StreamShardMetrics {
         } catch (RuntimeException e) {
             if (!refused) {
                 refused = true;
-                org.slf4j.LoggerFactory.getLogger("io.streamshard")
+                LoggerFactory.getLogger("io.streamshard")
                         .warn(
                                 "streamshard: the metrics registry refused {} ({}); streamshard runs on without it",
                                 n,

@@ -1,6 +1,7 @@
 package io.streamshard.runtime;
 
 import java.time.Duration;
+import java.util.Arrays;
 
 /**
  * Where a StreamThread waits when its tasks are at their in-flight caps. Stock Kafka Streams
@@ -38,7 +39,7 @@ public final class RoomWait {
             }
         }
         if (count == tasks.length) {
-            tasks = java.util.Arrays.copyOf(tasks, count * 2);
+            tasks = Arrays.copyOf(tasks, count * 2);
         }
         tasks[count++] = h;
     }

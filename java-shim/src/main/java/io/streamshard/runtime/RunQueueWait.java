@@ -1,5 +1,6 @@
 package io.streamshard.runtime;
 
+import io.streamshard.scheduler.NativeLibrary;
 import io.streamshard.scheduler.NativeScheduler;
 
 /**
@@ -20,7 +21,7 @@ final class RunQueueWait {
             return -1;
         }
         try {
-            io.streamshard.scheduler.NativeLibrary.load();
+            NativeLibrary.load();
             long ns = NativeScheduler.runQueueWaitNanos();
             if (ns < 0) {
                 unavailable = true;

@@ -1,5 +1,6 @@
 package io.streamshard.scheduler;
 
+import io.streamshard.agent.AgentLog;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -7,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -23,7 +25,7 @@ public final class NativeLibrary {
      * Every platform the jar carries a library for. The glibc builds need glibc 2.17 or later
      * (RHEL/CentOS 7 and everything since); the musl ones are for Alpine and other musl systems.
      */
-    public static final java.util.List<String> PLATFORMS = java.util.List.of(
+    public static final List<String> PLATFORMS = List.of(
             "linux-x86_64",
             "linux-aarch64",
             "linux-x86_64-musl",
@@ -153,7 +155,7 @@ public final class NativeLibrary {
             Module m = NativeLibrary.class.getModule();
             Object on = Module.class.getMethod("isNativeAccessEnabled").invoke(m);
             if (Boolean.FALSE.equals(on)) {
-                io.streamshard.agent.AgentLog.info(
+                AgentLog.info(
                         ClassLoader.getSystemClassLoader(),
                         "streamshard: loading the "
                                 + "native scheduler; add --enable-native-access=ALL-UNNAMED to the java command to allow it "

@@ -1,5 +1,7 @@
 package io.streamshard.scheduler;
 
+import io.streamshard.agent.AgentLog;
+
 /**
  * Where the native library's log events (Rust {@code tracing}) arrive: one native thread calls
  * {@link #log} for each, and it goes to SLF4J's {@code io.streamshard} logger as the Kafka
@@ -29,11 +31,11 @@ public final class NativeLog {
         String text = "streamshard (native): " + message;
         ClassLoader l = loader;
         if (level >= 40) {
-            io.streamshard.agent.AgentLog.error(l, text, null);
+            AgentLog.error(l, text, null);
         } else if (level >= 30) {
-            io.streamshard.agent.AgentLog.warn(l, text);
+            AgentLog.warn(l, text);
         } else if (level >= 20) {
-            io.streamshard.agent.AgentLog.info(l, text);
+            AgentLog.info(l, text);
         }
     }
 

@@ -1,5 +1,7 @@
 package io.streamshard.scheduler;
 
+import java.util.Objects;
+
 /**
  * Counts and commit watermark of one partition of one task. Offsets are
  * {@link NativeScheduler#NO_OFFSET} when there is none.
@@ -78,20 +80,19 @@ public final class PartitionProgress {
             return false;
         }
         PartitionProgress other = (PartitionProgress) o;
-        return java.util.Objects.equals(submitted, other.submitted)
-                && java.util.Objects.equals(queued, other.queued)
-                && java.util.Objects.equals(running, other.running)
-                && java.util.Objects.equals(finished, other.finished)
-                && java.util.Objects.equals(failed, other.failed)
-                && java.util.Objects.equals(lowestUnfinished, other.lowestUnfinished)
-                && java.util.Objects.equals(lastSubmitted, other.lastSubmitted)
-                && java.util.Objects.equals(committable, other.committable);
+        return Objects.equals(submitted, other.submitted)
+                && Objects.equals(queued, other.queued)
+                && Objects.equals(running, other.running)
+                && Objects.equals(finished, other.finished)
+                && Objects.equals(failed, other.failed)
+                && Objects.equals(lowestUnfinished, other.lowestUnfinished)
+                && Objects.equals(lastSubmitted, other.lastSubmitted)
+                && Objects.equals(committable, other.committable);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(
-                submitted, queued, running, finished, failed, lowestUnfinished, lastSubmitted, committable);
+        return Objects.hash(submitted, queued, running, finished, failed, lowestUnfinished, lastSubmitted, committable);
     }
 
     @Override

@@ -1,5 +1,7 @@
 package io.streamshard.scheduler;
 
+import java.util.Objects;
+
 /** Totals over all tasks of a scheduler since it was created. */
 public final class Totals {
     private final long submitted;
@@ -51,17 +53,17 @@ public final class Totals {
             return false;
         }
         Totals other = (Totals) o;
-        return java.util.Objects.equals(submitted, other.submitted)
-                && java.util.Objects.equals(finished, other.finished)
-                && java.util.Objects.equals(failures, other.failures)
-                && java.util.Objects.equals(dropped, other.dropped)
-                && java.util.Objects.equals(queued, other.queued)
-                && java.util.Objects.equals(running, other.running);
+        return Objects.equals(submitted, other.submitted)
+                && Objects.equals(finished, other.finished)
+                && Objects.equals(failures, other.failures)
+                && Objects.equals(dropped, other.dropped)
+                && Objects.equals(queued, other.queued)
+                && Objects.equals(running, other.running);
     }
 
     @Override
     public int hashCode() {
-        return java.util.Objects.hash(submitted, finished, failures, dropped, queued, running);
+        return Objects.hash(submitted, finished, failures, dropped, queued, running);
     }
 
     @Override

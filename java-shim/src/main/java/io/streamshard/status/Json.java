@@ -1,5 +1,7 @@
 package io.streamshard.status;
 
+import java.util.Arrays;
+
 /**
  * A small JSON writer for the status view (the agent brings no JSON library). Commas are placed
  * by the writer; every string is escaped.
@@ -29,7 +31,7 @@ public final class Json {
         sep();
         b.append(c);
         if (++depth == more.length) {
-            more = java.util.Arrays.copyOf(more, depth * 2);
+            more = Arrays.copyOf(more, depth * 2);
         }
         more[depth] = false;
         return this;

@@ -6,6 +6,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.instrument.Instrumentation;
+import java.lang.reflect.InvocationTargetException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
 import java.util.Enumeration;
 import java.util.jar.JarEntry;
 import java.util.jar.JarFile;
@@ -54,7 +57,7 @@ public final class Premain {
                     .getMethod("premain", Instrumentation.class, String.class)
                     .invoke(null, inst, args);
         } catch (Throwable t) {
-            Throwable cause = t instanceof java.lang.reflect.InvocationTargetException ? t.getCause() : t;
+            Throwable cause = t instanceof InvocationTargetException ? t.getCause() : t;
             System.err.println("[streamshard] ERROR io.streamshard - streamshard: the agent could not start (" + cause
                     + "); nothing was changed, the application runs stock (serial)");
         }
@@ -77,13 +80,13 @@ public final class Premain {
                     .getCodeSource()
                     .getLocation()
                     .toURI());
-        } catch (java.net.URISyntaxException | RuntimeException e) {
+        } catch (URISyntaxException | RuntimeException e) {
             throw new IOException("cannot locate the streamshard jar: " + e, e);
         }
         if (!self.isFile()) {
             return; // not run from a jar (a build's classes directory): one class loader holds it all
         }
-        File dir = java.nio.file.Files.createTempDirectory("streamshard-agent-").toFile();
+        File dir = Files.createTempDirectory("streamshard-agent-").toFile();
         dir.deleteOnExit();
         File shared = new File(dir, "streamshard-agent-layer.jar");
         shared.deleteOnExit();

@@ -3,6 +3,7 @@ package io.streamshard.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.File;
+import java.lang.reflect.Field;
 import java.net.URL;
 import java.net.URLClassLoader;
 import java.util.ArrayList;
@@ -66,7 +67,7 @@ class TransformVerifyTest {
             }
             Class<?> compat =
                     Class.forName("org.apache.kafka.streams.processor.internals.StreamShardCompat", true, loader);
-            java.lang.reflect.Field f = compat.getDeclaredField("COMPAT");
+            Field f = compat.getDeclaredField("COMPAT");
             f.setAccessible(true);
             assertThat(f.get(null).getClass().getName())
                     .isEqualTo(

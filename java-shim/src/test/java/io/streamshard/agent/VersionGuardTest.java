@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.URL;
 import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,6 +16,7 @@ import java.nio.file.Paths;
 import java.util.List;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.pool.TypePool;
 import org.junit.jupiter.api.Test;
@@ -47,7 +51,7 @@ class VersionGuardTest {
                 ClassFileLocator.ForJarFile.of(jar("kafka-streams-" + streams)),
                 ClassFileLocator.ForJarFile.of(jar("kafka-clients-" + clients)),
                 new ClassFileLocator.ForFolder(ourClasses().toFile()),
-                ClassFileLocator.ForJarFile.of(new File(net.bytebuddy.ByteBuddy.class
+                ClassFileLocator.ForJarFile.of(new File(ByteBuddy.class
                         .getProtectionDomain()
                         .getCodeSource()
                         .getLocation()
@@ -161,7 +165,7 @@ class VersionGuardTest {
     @Test
     void theVersionIsReadFromTheJarsWithoutLoadingAClass() throws Exception {
         try (URLClassLoader l = new URLClassLoader(
-                new java.net.URL[] {
+                new URL[] {
                     jar("kafka-streams-4.4.0").toURI().toURL(),
                     jar("kafka-clients-4.3.1").toURI().toURL()
                 },
@@ -169,7 +173,7 @@ class VersionGuardTest {
             assertThat(StreamShardAgent.version(l)).isEqualTo("4.4.0 (with kafka-clients 4.3.1)");
         }
         try (URLClassLoader l = new URLClassLoader(
-                new java.net.URL[] {
+                new URL[] {
                     jar("kafka-streams-3.9.2").toURI().toURL(),
                     jar("kafka-clients-3.9.2").toURI().toURL()
                 },
@@ -193,8 +197,8 @@ class VersionGuardTest {
                     .filter(p -> {
                         try {
                             return KafkaReferences.majorVersion(Files.readAllBytes(p)) > 55;
-                        } catch (java.io.IOException e) {
-                            throw new java.io.UncheckedIOException(e);
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
                         }
                     })
                     .collect(Collectors.toList());

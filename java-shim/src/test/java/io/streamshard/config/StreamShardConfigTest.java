@@ -3,9 +3,13 @@ package io.streamshard.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.function.LongFunction;
 import org.apache.kafka.common.config.ConfigException;
 import org.junit.jupiter.api.Test;
 
@@ -79,8 +83,8 @@ class StreamShardConfigTest {
             long max = ((Number) l[2]).longValue();
             @SuppressWarnings("unchecked")
             Map<String, String> base = (Map<String, String>) l[3];
-            java.util.function.LongFunction<Map<String, String>> with = v -> {
-                Map<String, String> m = new java.util.HashMap<>(base);
+            LongFunction<Map<String, String>> with = v -> {
+                Map<String, String> m = new HashMap<>(base);
                 m.put(key, Long.toString(v));
                 return m;
             };
@@ -167,7 +171,7 @@ class StreamShardConfigTest {
 
     @Test
     void readmeTableIsTheGeneratedOne() throws Exception {
-        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+        String readme = Files.readString(Path.of("..", "README.md"));
         assertThat(readme).contains(StreamShardConfig.toMarkdown().strip());
     }
 

@@ -1,14 +1,20 @@
 package io.streamshard.platform;
 
+import io.streamshard.StreamShard;
 import io.streamshard.agent.StreamShardAgent;
 import io.streamshard.scheduler.NativeLibrary;
 import io.streamshard.scheduler.NativeScheduler;
 import io.streamshard.scheduler.PartitionProgress;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
 
 /**
  * The native scheduler driven through the real Java classes, on whatever platform this JVM is:
@@ -39,18 +45,16 @@ public final class PlatformSmoke {
     }
 
     /** Whether streamshard runs a KafkaStreams of a one-step topology (created, not started). */
-    static boolean kafkaStreamsActive() throws java.io.IOException {
-        org.apache.kafka.streams.StreamsBuilder b = new org.apache.kafka.streams.StreamsBuilder();
+    static boolean kafkaStreamsActive() throws IOException {
+        StreamsBuilder b = new StreamsBuilder();
         b.stream("smoke-in").mapValues(v -> v).to("smoke-out");
-        java.util.Properties p = new java.util.Properties();
+        Properties p = new Properties();
         p.put("application.id", "platform-smoke");
         p.put("bootstrap.servers", "127.0.0.1:1");
         p.put("streamshard.workers", "2");
-        p.put(
-                "state.dir",
-                java.nio.file.Files.createTempDirectory("platform-smoke").toString());
-        try (org.apache.kafka.streams.KafkaStreams streams = new org.apache.kafka.streams.KafkaStreams(b.build(), p)) {
-            return io.streamshard.StreamShard.active(streams);
+        p.put("state.dir", Files.createTempDirectory("platform-smoke").toString());
+        try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            return StreamShard.active(streams);
         }
     }
 

@@ -10,6 +10,7 @@ import java.util.Random;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -116,8 +117,8 @@ class SerialRegionTest {
         AtomicInteger inside = new AtomicInteger();
         AtomicReference<String> violation = new AtomicReference<>();
         Probe[][] work = new Probe[threads][];
-        java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads + 1);
-        java.util.concurrent.CyclicBarrier end = new java.util.concurrent.CyclicBarrier(threads + 1);
+        CyclicBarrier start = new CyclicBarrier(threads + 1);
+        CyclicBarrier end = new CyclicBarrier(threads + 1);
         List<Thread> finishers = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             int me = t;

@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -109,8 +110,8 @@ class ShardExecutorTest {
     void closeDropQueuedReleasesEverySlot() throws Exception {
         try (ShardExecutor ex = new ShardExecutor("test", 1, 32, 32, 10_000)) {
             ShardExecutor.ShardTask task = ex.register(1, 0, false);
-            java.util.concurrent.CountDownLatch running = new java.util.concurrent.CountDownLatch(1);
-            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            CountDownLatch running = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
             AtomicInteger ran = new AtomicInteger();
             submit(task, 0, 0, key(0), () -> {
                 running.countDown();

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -300,7 +301,7 @@ class NativeSchedulerTest {
                 pool.add(th);
             }
             long[] nextSeq = new long[keys];
-            java.util.Random rnd = new java.util.Random(7);
+            Random rnd = new Random(7);
             for (int i = 0; i < records; i++) {
                 // Skewed keys: a few hot ones, many cold ones.
                 int key = rnd.nextInt(4) == 0 ? rnd.nextInt(5) : rnd.nextInt(keys);

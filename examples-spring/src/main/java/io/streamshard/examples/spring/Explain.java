@@ -1,5 +1,6 @@
 package io.streamshard.examples.spring;
 
+import io.streamshard.StreamShard;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.kafka.streams.KafkaStreams;
@@ -14,7 +15,7 @@ final class Explain {
 
     static Map<String, String> tasks(KafkaStreams streams) {
         try {
-            return new TreeMap<>(io.streamshard.StreamShard.explain(streams));
+            return new TreeMap<>(StreamShard.explain(streams));
         } catch (LinkageError e) {
             return Map.of("streamshard", "not present (" + e + ")");
         }

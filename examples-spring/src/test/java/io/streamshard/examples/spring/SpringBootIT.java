@@ -6,6 +6,7 @@ import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -81,7 +82,7 @@ class SpringBootIT {
         }
 
         File log = Files.createTempFile("streamshard-spring", ".log").toFile();
-        List<String> cmd = new java.util.ArrayList<>(command);
+        List<String> cmd = new ArrayList<>(command);
         cmd.addAll(List.of(
                 "--spring.kafka.bootstrap-servers=" + BOOTSTRAP,
                 "--spring.kafka.streams.application-id=it-spring-" + suffix,

@@ -1,6 +1,7 @@
 package org.apache.kafka.streams.processor.internals;
 
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 
@@ -21,7 +22,7 @@ public final class KafkaStreamsAdvice {
                 @Advice.FieldValue("applicationConfigs") StreamsConfig config,
                 @Advice.FieldValue("streamsMetrics") Object metrics,
                 @Advice.FieldValue("clientId") String clientId,
-                @Advice.FieldValue("metrics") org.apache.kafka.common.metrics.Metrics registry) {
+                @Advice.FieldValue("metrics") Metrics registry) {
             StreamShardInstances.instanceCreated(streams, config, metrics, clientId, registry);
         }
     }

@@ -1,6 +1,7 @@
 package org.apache.kafka.streams.processor.internals;
 
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.streams.processor.api.Record;
 
 /**
  * The agent's advice for ProcessorContextImpl and AbstractProcessorContext. One class per
@@ -20,7 +21,7 @@ public final class ProcessorContextAdvice {
         static boolean enter(
                 @Advice.This Object context,
                 @Advice.Argument(0) ProcessorNode<?, ?, ?, ?> child,
-                @Advice.Argument(1) org.apache.kafka.streams.processor.api.Record<?, ?> record) {
+                @Advice.Argument(1) Record<?, ?> record) {
             return StreamShardFrames.park(context, child, record);
         }
     }

@@ -1,6 +1,7 @@
 package org.apache.kafka.streams.processor.internals;
 
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * The agent's advice for RecordDeserializer. One class per advised method, named after it (or
@@ -15,9 +16,8 @@ public final class RecordDeserializerAdvice {
     public static final class Deserialize {
         @Advice.OnMethodExit
         static void exit(
-                @Advice.Argument(1) org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> raw,
-                @Advice.Return(readOnly = false)
-                        org.apache.kafka.clients.consumer.ConsumerRecord<Object, Object> deserialized) {
+                @Advice.Argument(1) ConsumerRecord<byte[], byte[]> raw,
+                @Advice.Return(readOnly = false) ConsumerRecord<Object, Object> deserialized) {
             deserialized = StreamShardCompat.Upto40.carry(deserialized, raw);
         }
     }

@@ -13,6 +13,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.Sensor;
@@ -41,7 +42,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
     /** Partition → its number in the scheduler registration; concurrent: the status thread reads it. */
-    private final Map<TopicPartition, Integer> partitions = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<TopicPartition, Integer> partitions = new ConcurrentHashMap<>();
     /**
      * Whether the StreamThread may have written the task's cached key-value stores since its last
      * hand-off: set by every drain and every record run inline, cleared when the next record goes

@@ -1,6 +1,9 @@
 package org.apache.kafka.streams.processor.internals;
 
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.query.Position;
+import org.apache.kafka.streams.state.KeyValueIterator;
 
 /**
  * The agent's advice for the key-value stores (CachingKeyValueStore, InMemoryKeyValueStore).
@@ -20,13 +23,13 @@ public final class StoreAdvice {
         @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
         static boolean enter(
                 @Advice.This Object store,
-                @Advice.Argument(0) org.apache.kafka.common.utils.Bytes key,
+                @Advice.Argument(0) Bytes key,
                 @Advice.Argument(1) byte[] value,
                 @Advice.FieldValue("streamThread") Thread streamThread,
                 @Advice.FieldValue("flushListener") Object listener,
                 @Advice.FieldValue("sendOldValues") boolean sendOldValues,
                 @Advice.FieldValue("cacheName") String cacheName,
-                @Advice.FieldValue("position") org.apache.kafka.streams.query.Position position) {
+                @Advice.FieldValue("position") Position position) {
             return Thread.currentThread() != streamThread
                     && StreamShardStores.writeThrough(store, key, value, listener, sendOldValues, cacheName, position);
         }
@@ -50,9 +53,7 @@ public final class StoreAdvice {
      */
     public static final class InMemoryIterator {
         @Advice.OnMethodExit
-        static void exit(
-                @Advice.This Object store,
-                @Advice.Return(readOnly = false) org.apache.kafka.streams.state.KeyValueIterator<?, ?> iterator) {
+        static void exit(@Advice.This Object store, @Advice.Return(readOnly = false) KeyValueIterator<?, ?> iterator) {
             iterator = StreamShardStores.locked(store, iterator);
         }
     }

@@ -1,5 +1,9 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.WorkerThread;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.streams.processor.api.Record;
+
 /**
  * Per-thread processor-context state. A task's {@code ProcessorContextImpl} is one object shared
  * by all its processors, stores and sinks; its {@code recordContext}, {@code currentNode} and
@@ -19,10 +23,7 @@ public final class StreamShardFrames {
         boolean parks(ProcessorNode<?, ?, ?, ?> child);
 
         /** Keeps the forward of {@code record} into {@code child}, made with {@code frame}. */
-        void park(
-                ProcessorNode<?, ?, ?, ?> child,
-                org.apache.kafka.streams.processor.api.Record<?, ?> record,
-                Frame frame);
+        void park(ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record, Frame frame);
     }
 
     /** One thread's view of one context. */
@@ -61,13 +62,12 @@ public final class StreamShardFrames {
      */
     private static final ThreadLocal<Frame> OTHER_THREADS = new ThreadLocal<>();
 
-    private static final java.util.concurrent.atomic.AtomicInteger OTHERS =
-            new java.util.concurrent.atomic.AtomicInteger();
+    private static final AtomicInteger OTHERS = new AtomicInteger();
 
     static void push(Frame f) {
         Thread t = Thread.currentThread();
-        if (t instanceof io.streamshard.runtime.WorkerThread) {
-            ((io.streamshard.runtime.WorkerThread) t).frame = f;
+        if (t instanceof WorkerThread) {
+            ((WorkerThread) t).frame = f;
         } else {
             OTHERS.incrementAndGet();
             OTHER_THREADS.set(f);
@@ -76,8 +76,8 @@ public final class StreamShardFrames {
 
     static void pop() {
         Thread t = Thread.currentThread();
-        if (t instanceof io.streamshard.runtime.WorkerThread) {
-            ((io.streamshard.runtime.WorkerThread) t).frame = null;
+        if (t instanceof WorkerThread) {
+            ((WorkerThread) t).frame = null;
         } else {
             // set(null), not remove(): removing would make the next push allocate a map entry.
             OTHER_THREADS.set(null);
@@ -88,8 +88,8 @@ public final class StreamShardFrames {
     /** The calling thread's frame, whichever context it is for, or null. */
     static Frame current() {
         Thread t = Thread.currentThread();
-        if (t instanceof io.streamshard.runtime.WorkerThread) {
-            return (Frame) ((io.streamshard.runtime.WorkerThread) t).frame;
+        if (t instanceof WorkerThread) {
+            return (Frame) ((WorkerThread) t).frame;
         }
         return OTHERS.get() == 0 ? null : OTHER_THREADS.get();
     }
@@ -104,10 +104,7 @@ public final class StreamShardFrames {
      * ProcessorContextImpl.forwardInternal entry: true if this forward goes into the serial region
      * from a worker, in which case it was parked for the serial runner and must not run here.
      */
-    public static boolean park(
-            Object context,
-            ProcessorNode<?, ?, ?, ?> child,
-            org.apache.kafka.streams.processor.api.Record<?, ?> record) {
+    public static boolean park(Object context, ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record) {
         Frame f = of(context);
         if (f == null || f.parkOn == null || !f.parkOn.parks(child)) {
             return false;

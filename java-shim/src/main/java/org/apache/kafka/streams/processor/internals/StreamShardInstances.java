@@ -3,17 +3,27 @@ package org.apache.kafka.streams.processor.internals;
 import io.streamshard.agent.AgentState;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.ShardExecutor;
+import io.streamshard.scheduler.NativeLibraryException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.internals.StreamsConfigUtils;
+import org.apache.kafka.streams.processor.PunctuationType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,11 +50,11 @@ public final class StreamShardInstances {
         final Set<Integer> logged = ConcurrentHashMap.newKeySet();
 
         /** streamshard's metrics in the instance's registry. */
-        final io.streamshard.metrics.StreamShardMetrics metrics;
+        final StreamShardMetrics metrics;
         /** Whether the instance runs exactly-once (what stock's StreamTask.process asks of a timeout). */
         final boolean eos;
         /** Per sub-topology, its graph for the status listener (only while one is on). */
-        final Map<Integer, String> graphs = Collections.synchronizedMap(new java.util.TreeMap<>());
+        final Map<Integer, String> graphs = Collections.synchronizedMap(new TreeMap<>());
         /** The status listener's feed, or null when it is off. */
         volatile StreamShardStatus status;
 
@@ -53,7 +63,7 @@ public final class StreamShardInstances {
                 StreamShardConfig config,
                 ShardExecutor executor,
                 String defaultKeySerde,
-                io.streamshard.metrics.StreamShardMetrics metrics,
+                StreamShardMetrics metrics,
                 boolean eos) {
             this.eos = eos;
             this.streams = streams;
@@ -99,8 +109,7 @@ public final class StreamShardInstances {
      * StreamTask.maybePunctuateSystemTime for streamshard's tasks (null: not one, run the stock
      * body): one clock reading decides, drains and punctuates.
      */
-    public static Boolean punctuateSystemTime(
-            StreamTask task, org.apache.kafka.common.utils.Time time, PunctuationQueue queue) {
+    public static Boolean punctuateSystemTime(StreamTask task, Time time, PunctuationQueue queue) {
         ShardedTask s = TASKS.get(task);
         if (s == null) {
             return null;
@@ -109,18 +118,14 @@ public final class StreamShardInstances {
         if (queue.canPunctuate(now)) {
             s.drain();
         }
-        return queue.maybePunctuate(now, org.apache.kafka.streams.processor.PunctuationType.WALL_CLOCK_TIME, task);
+        return queue.maybePunctuate(now, PunctuationType.WALL_CLOCK_TIME, task);
     }
 
     // ---------------------------------------------------------------- instances
 
     /** KafkaStreams constructor exit. */
     public static void instanceCreated(
-            KafkaStreams streams,
-            StreamsConfig config,
-            Object metrics,
-            String clientId,
-            org.apache.kafka.common.metrics.Metrics registry) {
+            KafkaStreams streams, StreamsConfig config, Object metrics, String clientId, Metrics registry) {
         StreamShardConfig cfg = StreamShardConfig.from(config.originals());
         if (!cfg.enabled()) {
             LOG.info("streamshard: disabled by {}=false; {} runs stock", StreamShardConfig.ENABLED, clientId);
@@ -138,7 +143,7 @@ public final class StreamShardInstances {
         ShardExecutor executor;
         try {
             executor = ShardExecutor.create(cfg, "streamshard");
-        } catch (io.streamshard.scheduler.NativeLibraryException e) {
+        } catch (NativeLibraryException e) {
             // The jar has this platform's library but it does not load here (a C library too old,
             // a noexec temporary directory): this instance runs stock, as if disabled.
             LOG.error("{}; {} runs stock (serial)", e.getMessage(), clientId);
@@ -153,8 +158,8 @@ public final class StreamShardInstances {
                 cfg,
                 executor,
                 defaultKeySerde,
-                new io.streamshard.metrics.StreamShardMetrics(registry, clientId, executor, cfg.workers()),
-                org.apache.kafka.streams.internals.StreamsConfigUtils.eosEnabled(config));
+                new StreamShardMetrics(registry, clientId, executor, cfg.workers()),
+                StreamsConfigUtils.eosEnabled(config));
         INSTANCES.put(metrics, instance);
         BY_STREAMS.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
@@ -163,8 +168,8 @@ public final class StreamShardInstances {
     }
 
     /** The tasks streamshard runs for {@code instance}. */
-    static java.util.List<ShardedTask> tasksOf(Instance instance) {
-        java.util.List<ShardedTask> out = new java.util.ArrayList<>();
+    static List<ShardedTask> tasksOf(Instance instance) {
+        List<ShardedTask> out = new ArrayList<>();
         for (ShardedTask t : TASKS.values()) {
             if (t.instance == instance) {
                 out.add(t);
@@ -242,7 +247,7 @@ public final class StreamShardInstances {
         Map<String, String> out = new LinkedHashMap<>();
         Instance instance = BY_STREAMS.get(streams);
         if (instance != null) {
-            java.util.SortedMap<String, String> shown = instance.config.shown();
+            SortedMap<String, String> shown = instance.config.shown();
             instance.config.sources().forEach((k, source) -> out.put(k, shown.get(k) + " (" + source + ")"));
         }
         return out;
@@ -307,8 +312,7 @@ public final class StreamShardInstances {
             "a task of a named topology (Kafka Streams' internal NamedTopology API) runs stock");
 
     /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
-    public static void taskCreated(
-            StreamTask task, Object metrics, org.apache.kafka.common.metrics.Sensor processLatency) {
+    public static void taskCreated(StreamTask task, Object metrics, Sensor processLatency) {
         Instance instance = INSTANCES.get(metrics);
         if (instance == null || AgentState.failure() != null) {
             return;
@@ -363,7 +367,7 @@ public final class StreamShardInstances {
     }
 
     /** Tasks closed dirty, until Kafka Streams revives them in place (or drops them). */
-    private static final Map<StreamTask, ShardedTask> DORMANT = new java.util.WeakHashMap<>();
+    private static final Map<StreamTask, ShardedTask> DORMANT = new WeakHashMap<>();
 
     /** AbstractTask.revive exit: a task closed dirty is back (CREATED); it runs with streamshard again. */
     public static void taskRevived(Object task) {

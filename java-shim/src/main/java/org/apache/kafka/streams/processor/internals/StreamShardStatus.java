@@ -1,12 +1,21 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.agent.StreamShardAgent;
+import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.scheduler.NativeLog;
 import io.streamshard.scheduler.SchedulerException;
 import io.streamshard.status.Json;
+import java.io.IOException;
 import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.SortedMap;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.TaskMetadata;
@@ -30,7 +39,7 @@ final class StreamShardStatus {
     private final String address;
     private final Thread thread;
     /** The instance's {@code streamshard.*} settings as given (they never change). */
-    private final java.util.SortedMap<String, String> shown;
+    private final SortedMap<String, String> shown;
 
     private volatile boolean stopped;
     private boolean pushFailed;
@@ -59,7 +68,7 @@ final class StreamShardStatus {
         }
         String given =
                 instance.config.getString(StreamShardConfig.STATUS_LISTENER).trim();
-        io.streamshard.scheduler.NativeLog.useLoader(KafkaStreams.class.getClassLoader());
+        NativeLog.useLoader(KafkaStreams.class.getClassLoader());
         String bound;
         try {
             bound = instance.executor.scheduler().statusStart(given, instance.config.statusAllowRemote());
@@ -150,11 +159,11 @@ final class StreamShardStatus {
         for (ShardedTask s : StreamShardInstances.tasksOf(instance)) {
             sharded.put(s.task.id().toString(), s);
         }
-        java.util.Collection<ThreadMetadata> threads;
+        Collection<ThreadMetadata> threads;
         try {
             threads = streams.metadataForLocalThreads();
         } catch (RuntimeException e) {
-            threads = java.util.List.of(); // not started yet, or stopping
+            threads = List.of(); // not started yet, or stopping
         }
         j.key("threads").array();
         for (ThreadMetadata t : threads) {
@@ -185,7 +194,7 @@ final class StreamShardStatus {
 
     private void task(Json j, String thread, TaskMetadata tm, ShardedTask s) {
         String id = tm.taskId().toString();
-        io.streamshard.classify.Classification c = instance.decisions.get(id);
+        Classification c = instance.decisions.get(id);
         j.object()
                 .field("id", id)
                 .field("subtopology", tm.taskId().subtopology())
@@ -201,8 +210,8 @@ final class StreamShardStatus {
                     .field("drain_time_max_ns", s.drainNanosMax());
         }
         j.key("partitions").array();
-        java.util.List<TopicPartition> parts = new java.util.ArrayList<>(tm.topicPartitions());
-        parts.sort(java.util.Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        List<TopicPartition> parts = new ArrayList<>(tm.topicPartitions());
+        parts.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
         for (TopicPartition tp : parts) {
             j.object()
                     .field("index", s == null ? null : toLong(s.partitionIndex(tp)))
@@ -231,8 +240,7 @@ final class StreamShardStatus {
 
     static final String VERSION = version();
     /** As the agent read it when it installed (the jar's version resource; AppInfoParser moved in 4.4). */
-    static final String KAFKA_STREAMS_VERSION =
-            io.streamshard.agent.StreamShardAgent.version(KafkaStreams.class.getClassLoader());
+    static final String KAFKA_STREAMS_VERSION = StreamShardAgent.version(KafkaStreams.class.getClassLoader());
 
     private static String version() {
         try (InputStream in =
@@ -242,7 +250,7 @@ final class StreamShardStatus {
                 p.load(in);
                 return p.getProperty("version", "unknown");
             }
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             // fall through
         }
         return "unknown";

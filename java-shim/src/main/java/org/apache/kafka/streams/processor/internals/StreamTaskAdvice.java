@@ -1,6 +1,8 @@
 package org.apache.kafka.streams.processor.internals;
 
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.common.metrics.Sensor;
+import org.apache.kafka.common.utils.Time;
 
 /**
  * The agent's advice for StreamTask (and AbstractTask, its superclass: revive). One class per
@@ -17,7 +19,7 @@ public final class StreamTaskAdvice {
         static void exit(
                 @Advice.This StreamTask task,
                 @Advice.FieldValue("streamsMetrics") Object metrics,
-                @Advice.FieldValue("processLatencySensor") org.apache.kafka.common.metrics.Sensor processLatency) {
+                @Advice.FieldValue("processLatencySensor") Sensor processLatency) {
             StreamShardInstances.taskCreated(task, metrics, processLatency);
         }
     }
@@ -124,7 +126,7 @@ public final class StreamTaskAdvice {
                 @Advice.This StreamTask task,
                 @Advice.FieldValue("time") Object time,
                 @Advice.FieldValue("systemTimePunctuationQueue") PunctuationQueue queue) {
-            return StreamShardInstances.punctuateSystemTime(task, (org.apache.kafka.common.utils.Time) time, queue);
+            return StreamShardInstances.punctuateSystemTime(task, (Time) time, queue);
         }
 
         @Advice.OnMethodExit

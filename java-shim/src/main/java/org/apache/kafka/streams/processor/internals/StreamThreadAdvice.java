@@ -1,5 +1,7 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.RoomWait;
+import java.time.Duration;
 import net.bytebuddy.asm.Advice;
 
 /**
@@ -17,8 +19,8 @@ public final class StreamThreadAdvice {
      */
     public static final class PollRequests {
         @Advice.OnMethodEnter
-        static void enter(@Advice.Argument(value = 0, readOnly = false) java.time.Duration pollTime) {
-            pollTime = io.streamshard.runtime.RoomWait.beforePoll(pollTime);
+        static void enter(@Advice.Argument(value = 0, readOnly = false) Duration pollTime) {
+            pollTime = RoomWait.beforePoll(pollTime);
         }
     }
 }

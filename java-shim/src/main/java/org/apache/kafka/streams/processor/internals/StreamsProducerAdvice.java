@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import java.util.concurrent.locks.ReentrantLock;
 import net.bytebuddy.asm.Advice;
 
 /**
@@ -18,14 +19,14 @@ public final class StreamsProducerAdvice {
      */
     public static final class MaybeBeginTransaction {
         @Advice.OnMethodEnter
-        static java.util.concurrent.locks.ReentrantLock enter(
+        static ReentrantLock enter(
                 @Advice.This StreamsProducer producer, @Advice.FieldValue("transactionInFlight") boolean inFlight) {
             // Without exactly-once there is no transaction to begin: no lock on every send.
             return inFlight || !producer.eosEnabled() ? null : StreamShardInstances.lockBegin(producer);
         }
 
         @Advice.OnMethodExit(onThrowable = Throwable.class)
-        static void exit(@Advice.Enter java.util.concurrent.locks.ReentrantLock lock) {
+        static void exit(@Advice.Enter ReentrantLock lock) {
             if (lock != null) {
                 lock.unlock();
             }

@@ -5,19 +5,23 @@ import io.streamshard.classify.NodeClassifier;
 import io.streamshard.classify.NodeDecision;
 import io.streamshard.classify.NodeInfo;
 import io.streamshard.classify.StoreInfo;
+import io.streamshard.status.Json;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.internals.CachingKeyValueStore;
 import org.apache.kafka.streams.state.internals.TimeOrderedKeyValueBuffer;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
@@ -59,11 +63,7 @@ public final class TopologyInspector {
                 topics.computeIfAbsent(n.name(), k -> new ArrayList<>()).add(t);
             }
         }
-        io.streamshard.status.Json j = new io.streamshard.status.Json()
-                .object()
-                .field("id", subtopology)
-                .key("nodes")
-                .array();
+        Json j = new Json().object().field("id", subtopology).key("nodes").array();
         for (NodeInfo n : nodes(topology, null)) {
             NodeDecision d = c.nodes().get(n.name());
             boolean stock = c.mode() == Classification.Mode.STOCK;
@@ -74,13 +74,13 @@ public final class TopologyInspector {
                     : n.processorClass().substring(n.processorClass().lastIndexOf('.') + 1);
             j.object()
                     .field("name", n.name())
-                    .field("kind", n.kind().name().toLowerCase(java.util.Locale.ROOT))
+                    .field("kind", n.kind().name().toLowerCase(Locale.ROOT))
                     .field("class", cls)
                     .field("children", n.children())
                     .field("region", region)
                     .field("reason", reason == null ? "" : reason)
                     .field("topics", topics.getOrDefault(n.name(), List.of()))
-                    .field("stores", new java.util.TreeSet<>(n.stores()))
+                    .field("stores", new TreeSet<>(n.stores()))
                     .end();
         }
         return j.endArray().end().toString();
@@ -135,8 +135,7 @@ public final class TopologyInspector {
             // A key-value store's caching layer writes through on the workers (StreamShardStores);
             // any other caching layer (window, session, or one streamshard does not know) makes it CACHED.
             // (4.3's headers variant is a subclass that changes only its queries.)
-            if (layer.getClass().getSimpleName().startsWith("Caching")
-                    && !(layer instanceof org.apache.kafka.streams.state.internals.CachingKeyValueStore)) {
+            if (layer.getClass().getSimpleName().startsWith("Caching") && !(layer instanceof CachingKeyValueStore)) {
                 return StoreInfo.Kind.CACHED;
             }
             if (layer instanceof VersionedKeyValueStore<?, ?>) {

@@ -4,16 +4,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.classify.Classification;
 import io.streamshard.classify.Classification.Mode;
+import io.streamshard.classify.NodeClassifier;
 import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
@@ -222,7 +228,7 @@ class TopologyInspectorTest {
         KTable<String, String> customers = b.table("customers", STRINGS, Materialized.as("customers-store"));
         orders.join(customers, v -> v.split(",")[0], (o, c) -> o + c).toStream().to("out");
         Topology t = b.build();
-        Map<Integer, java.util.Set<String>> groups = internal(t).nodeGroups();
+        Map<Integer, Set<String>> groups = internal(t).nodeGroups();
         boolean fkSeen = false;
         for (int id : groups.keySet()) {
             Classification c = classify(t, id);
@@ -268,9 +274,7 @@ class TopologyInspectorTest {
     void tableGroupByAggregateIsParallel() throws Exception {
         StreamsBuilder b = new StreamsBuilder();
         b.table("orders", STRINGS, Materialized.as("orders-store"))
-                .groupBy(
-                        (k, v) -> org.apache.kafka.streams.KeyValue.pair(v, k),
-                        Grouped.with(Serdes.String(), Serdes.String()))
+                .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with(Serdes.String(), Serdes.String()))
                 .count(Materialized.as("per-value"))
                 .toStream()
                 .to("out");
@@ -371,8 +375,8 @@ class TopologyInspectorTest {
         StreamsBuilder b = new StreamsBuilder();
         Map<String, KStream<String, String>> arms = slowStep(b)
                 .split(Named.as("arm-"))
-                .branch((k, v) -> v.startsWith("a"), org.apache.kafka.streams.kstream.Branched.as("w"))
-                .defaultBranch(org.apache.kafka.streams.kstream.Branched.as("plain"));
+                .branch((k, v) -> v.startsWith("a"), Branched.as("w"))
+                .defaultBranch(Branched.as("plain"));
         arms.get("arm-w")
                 .groupByKey()
                 .windowedBy(TimeWindows.ofSizeWithNoGrace(Duration.ofMinutes(1)))
@@ -434,17 +438,14 @@ class TopologyInspectorTest {
 
     @Test
     void theDefaultStringSerdeAndAStringDeserializerAreOneFormat() {
-        assertThat(io.streamshard.classify.NodeClassifier.normalized(
-                        "org.apache.kafka.common.serialization.Serdes$StringSerde"))
+        assertThat(NodeClassifier.normalized("org.apache.kafka.common.serialization.Serdes$StringSerde"))
                 .isEqualTo("org.apache.kafka.common.serialization.StringDeserializer");
     }
 
     /** A key serde streamshard does not know (think of a schema-registry serde). */
-    static final class OtherKeys extends org.apache.kafka.common.serialization.Serdes.WrapperSerde<String> {
+    static final class OtherKeys extends Serdes.WrapperSerde<String> {
         OtherKeys() {
-            super(
-                    new org.apache.kafka.common.serialization.StringSerializer(),
-                    new org.apache.kafka.common.serialization.StringDeserializer() {});
+            super(new StringSerializer(), new StringDeserializer() {});
         }
     }
 
