@@ -119,9 +119,10 @@ def load(*args, check=True):
 
 
 def classpath(module):
-    with open(os.path.join(ROOT, module, "target", "classpath.txt")) as f:
+    """The class path of one of the bench/ Maven modules (apps, pc): its jar and its dependencies."""
+    with open(os.path.join(ROOT, "bench", module, "target", "classpath.txt")) as f:
         deps = f.read().strip()
-    jar = os.path.join(ROOT, module, "target", f"streamshard-{module}-{VERSION}.jar")
+    jar = os.path.join(ROOT, "bench", module, "target", f"streamshard-bench-{module}-{VERSION}.jar")
     return jar + ":" + deps
 
 
@@ -140,7 +141,7 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
             "-Dorg.slf4j.simpleLogger.log.io.streamshard=info"] + os.environ.get("BENCH_JAVA_OPTS", "").split()
     inp, out, counts = topics
     if engine == "pc":
-        return java + ["-cp", classpath("bench-pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
+        return java + ["-cp", classpath("pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
                        s.guarantee, str(workers)]
     agent = ["-javaagent:" + AGENT] if engine.startswith("streamshard") else []
     if status_port:
@@ -148,7 +149,7 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     threads = s.partitions if engine == "stock-4t" else 1
     if s.commit_ms or quick:
         java.append(f"-Dbench.commit.interval.ms={commit_ms(s, quick)}")
-    return java + agent + ["-cp", classpath("examples"), "io.streamshard.examples.BenchApp", BROKERS, run, inp, out,
+    return java + agent + ["-cp", classpath("apps"), "io.streamshard.bench.BenchApp", BROKERS, run, inp, out,
                            counts or "-", s.work, s.guarantee, str(threads), str(workers), s.shape]
 
 

@@ -148,7 +148,7 @@ class Instance:
         cmd = ["java", "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
                *([] if a.stock else ["-javaagent:" + a.agent]), "-cp", a.classpath,
-               "io.streamshard.examples.TortureApp",
+               "io.streamshard.bench.TortureApp",
                self.run.brokers, self.run.prefix, self.run.prefix, self.run.guarantee, self.run.protocol,
                self.state_dir, self.stats_path(),
                f"streamshard.workers={WORKERS}", f"streamshard.max.inflight.per.task={INFLIGHT_CAP}",

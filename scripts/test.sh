@@ -59,7 +59,7 @@ step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the m
 bash tests/platforms/smoke.sh
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
-mvn -B -q --no-transfer-progress -pl java-shim,examples package -DskipTests
+mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests
 step "Kafka Streams' own integration tests (conformance/ci-classes.txt) under the agent, hand-off forced on"
 bash scripts/conformance.sh --no-build --subset conformance/ci-classes.txt --rerun 1
 step "load tool end to end on the broker (produce, wait, verify)"

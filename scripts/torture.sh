@@ -29,7 +29,7 @@ while (($# > 0)); do
 done
 
 if ((build)); then
-  printf '\n== build: the load tool, the agent jar, the examples\n'
+  printf '\n== build: the load tool, the agent jar, the benchmark apps\n'
   cargo build --release --locked -q -p streamshard-load
   mvn -B -q --no-transfer-progress package -DskipTests
 fi
@@ -40,8 +40,10 @@ copy="${TMPDIR:-/tmp}/streamshard-torture-jars.$$"
 rm -rf "$copy" && mkdir -p "$copy"
 trap 'rm -rf "$copy"' EXIT
 cp java-shim/target/streamshard-agent-0.1.0-SNAPSHOT.jar "$copy/agent.jar"
+cp bench/apps/target/streamshard-bench-apps-0.1.0-SNAPSHOT.jar "$copy/apps.jar"
 cp examples/target/streamshard-examples-0.1.0-SNAPSHOT.jar "$copy/examples.jar"
-classpath="$copy/examples.jar:$(cat examples/target/classpath.txt)"
+# The examples jar from the copy too (classpath.txt names the one in examples/target).
+classpath="$copy/apps.jar:$copy/examples.jar:$(tr ':' '\n' <bench/apps/target/classpath.txt | grep -v '/examples/target/' | paste -sd:)"
 
 python3 bench/torture.py --agent "$copy/agent.jar" --classpath "$classpath" \
   --broker-port "${TORTURE_BROKER_PORT:-19292}" "${args[@]}"

@@ -1,5 +1,6 @@
-package io.streamshard.examples;
+package io.streamshard.bench;
 
+import io.streamshard.examples.Work;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;

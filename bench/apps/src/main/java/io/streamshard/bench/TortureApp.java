@@ -1,5 +1,6 @@
-package io.streamshard.examples;
+package io.streamshard.bench;
 
+import io.streamshard.examples.Work;
 import java.io.BufferedReader;
 import java.io.FileWriter;
 import java.io.IOException;
