@@ -15,22 +15,21 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// The first failure reported for a task.
+/// Where a task first failed: the record's position. What it threw is the caller's to keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskFailure {
     pub task: TaskId,
     pub partition: u32,
     pub offset: i64,
     pub slot: u32,
-    pub message: String,
 }
 
 impl fmt::Display for TaskFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "task {} failed at partition {} offset {} (slot {}): {}",
-            self.task, self.partition, self.offset, self.slot, self.message
+            "task {} failed at partition {} offset {} (slot {})",
+            self.task, self.partition, self.offset, self.slot
         )
     }
 }

@@ -15,7 +15,7 @@ use crate::histogram::{bucket_of, AtomicHistogram};
 use crate::metrics::{pack_id, MetricsSnapshot, TaskCounters, TotalCounters};
 use crate::partition::PartitionProgress;
 pub use crate::state::{Capacity, Submission, TaskHandle};
-use crate::state::{DepthMove, Limits, Readied, State, Task};
+use crate::state::{DepthMove, Limits, Outcome, Readied, State, Task};
 use crate::sync::{yield_now, AtomicBool, Condvar, Mutex, MutexGuard, LOCK_SPINS, SPIN_LOOKS};
 
 /// How [`Scheduler::close`] treats records that have not started yet.
@@ -490,7 +490,7 @@ impl Scheduler {
         let mut g = self.lock();
         let mut wake = Wake::default();
         for &slot in done {
-            match self.finish(&mut g, slot, None) {
+            match self.finish(&mut g, slot, Outcome::Completed) {
                 Ok(w) => wake.add(w),
                 Err(e) => {
                     drop(g);
@@ -562,20 +562,21 @@ impl Scheduler {
     /// Marks a running record as successfully finished; the next record of its key (if any)
     /// becomes ready.
     pub fn complete(&self, slot: u32) -> Result<(), Error> {
-        self.end(slot, None)
+        self.end(slot, Outcome::Completed)
     }
 
-    /// Marks a running record as failed. The task fails: it keeps the first failure for its
+    /// Marks a running record as failed. The task fails: it keeps where it first failed for its
     /// owner (see [`failure`](Self::failure)), accepts no more records and dispatches none of
-    /// its queued ones; the failed offset holds the partition's watermark. No retry.
-    pub fn fail(&self, slot: u32, message: &str) -> Result<(), Error> {
-        self.end(slot, Some(message))
+    /// its queued ones; the failed offset holds the partition's watermark. No retry. What the
+    /// record threw stays with the caller (the JVM keeps the exception), never copied here.
+    pub fn fail(&self, slot: u32) -> Result<(), Error> {
+        self.end(slot, Outcome::Failed)
     }
 
     /// `complete` or `fail`, whose caller does not poll next.
-    fn end(&self, slot: u32, failure: Option<&str>) -> Result<(), Error> {
+    fn end(&self, slot: u32, outcome: Outcome) -> Result<(), Error> {
         let mut g = self.lock();
-        let mut wake = self.finish(&mut g, slot, failure)?;
+        let mut wake = self.finish(&mut g, slot, outcome)?;
         wake.work |= Self::wake_leftover(&mut g);
         drop(g);
         self.signal(wake);
@@ -583,8 +584,8 @@ impl Scheduler {
     }
 
     /// Ends a running record; returns whom to wake once the lock is released.
-    fn finish(&self, g: &mut Locked, slot: u32, failure: Option<&str>) -> Result<Wake, Error> {
-        let done = g.st.finish(slot, failure, self.config.max_inflight)?;
+    fn finish(&self, g: &mut Locked, slot: u32, outcome: Outcome) -> Result<Wake, Error> {
+        let done = g.st.finish(slot, outcome, self.config.max_inflight)?;
         let ti = done.task;
         if let (Some(dispatched), Some(t)) = (done.dispatched_ns, g.st.tasks[ti as usize].as_mut())
         {
@@ -593,9 +594,9 @@ impl Scheduler {
             t.run.add(ran);
             Self::publish_run(&self.counters[ti as usize], t);
         }
-        match failure {
-            None => bump(&self.totals.finished, 1),
-            Some(_) => bump(&self.totals.failures, 1),
+        match outcome {
+            Outcome::Completed => bump(&self.totals.finished, 1),
+            Outcome::Failed => bump(&self.totals.failures, 1),
         }
         if let Some(m) = done.depth {
             self.move_depth(m);

@@ -59,6 +59,13 @@ pub enum Capacity {
     GlobalFull,
 }
 
+/// How a running record ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Completed,
+    Failed,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SlotState {
     Free,
@@ -736,13 +743,13 @@ impl State {
         }
     }
 
-    /// Ends a running record, successfully (`failure` `None`) or not: the first failure of a
-    /// task stays with it. The next record of its key becomes ready.
+    /// Ends a running record, successfully or not: where a task first failed stays with it. The
+    /// next record of its key becomes ready.
     #[inline]
     pub(crate) fn finish(
         &mut self,
         slot: u32,
-        failure: Option<&str>,
+        outcome: Outcome,
         max_inflight: u32,
     ) -> Result<Finished, Error> {
         let e = match self.slots.get(slot as usize) {
@@ -759,13 +766,13 @@ impl State {
         let Some(t) = self.tasks[ti as usize].as_mut() else {
             return Err(Error::UnknownTask);
         };
-        t.partitions[e.partition as usize].finish(e.seq, failure.is_none());
+        t.partitions[e.partition as usize].finish(e.seq, outcome == Outcome::Completed);
         t.running -= 1;
         self.unfinished -= 1;
         self.running -= 1;
-        match failure {
-            None => t.finished += 1,
-            Some(message) => {
+        match outcome {
+            Outcome::Completed => t.finished += 1,
+            Outcome::Failed => {
                 t.failures += 1;
                 if t.failure.is_none() {
                     t.failure = Some(Box::new(TaskFailure {
@@ -773,7 +780,6 @@ impl State {
                         partition: e.partition,
                         offset: e.offset,
                         slot,
-                        message: message.to_owned(),
                     }));
                 }
             }

@@ -248,11 +248,15 @@ fn failure_is_kept_for_the_owner_and_stops_the_task() {
     s.submit(t, 1, 102, Some(1), 2).unwrap();
     let mut out = Vec::new();
     s.poll(&mut out, 1, Duration::ZERO).unwrap();
-    s.fail(out[0], "remote call refused").unwrap();
+    s.fail(out[0]).unwrap();
     let f = s.failure(t).unwrap().unwrap();
     assert_eq!(
-        (f.partition, f.offset, f.message.as_str()),
-        (1, 100, "remote call refused")
+        (f.task, f.partition, f.offset, f.slot),
+        (tid(2, 5), 1, 100, 0)
+    );
+    assert_eq!(
+        f.to_string(),
+        "task 2_5 failed at partition 1 offset 100 (slot 0)"
     );
     // Nothing more is dispatched or accepted; the watermark stays at the failed offset.
     out.clear();
@@ -422,7 +426,7 @@ fn bad_config_and_input_are_errors_not_panics() {
             slots: 4
         })
     );
-    assert_eq!(s.fail(0, "x"), Err(Error::SlotNotRunning(0)));
+    assert_eq!(s.fail(0), Err(Error::SlotNotRunning(0)));
     assert!(matches!(s.remove_task(t), Err(Error::TaskBusy { .. })));
     assert_eq!(streamshard_core::TaskHandle::from_raw(t.to_raw()), t);
 }
@@ -600,7 +604,7 @@ fn wait_for_room_ends_on_failure_close_and_shutdown() {
     thread::sleep(Duration::from_millis(50));
     let mut out = Vec::new();
     s.poll(&mut out, 1, Duration::ZERO).unwrap();
-    s.fail(out[0], "boom").unwrap();
+    s.fail(out[0]).unwrap();
     assert!(waiter.join().unwrap().unwrap(), "failure ends the wait");
     assert!(
         s.wait_for_room(&[t], LONG).unwrap(),

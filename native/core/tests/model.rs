@@ -263,7 +263,7 @@ impl Model {
                     self.sched.complete(slot).unwrap();
                     self.recs[i].st = St::Done;
                 } else {
-                    self.sched.fail(slot, "boom").unwrap();
+                    self.sched.fail(slot).unwrap();
                     self.recs[i].st = St::Failed;
                     let t = self.recs[i].task;
                     self.tasks[t].failed = true;

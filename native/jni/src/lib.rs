@@ -235,16 +235,8 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     _class: JClass<'c>,
     h: jlong,
     slot: jint,
-    message: JString<'c>,
 ) {
-    entry(env, |env| {
-        let text = if message.is_null() {
-            String::from("(no message)")
-        } else {
-            message.try_to_string(env)?
-        };
-        Ok(scheduler(h)?.fail(slot as u32, &text)?)
-    })
+    entry(env, |_| Ok(scheduler(h)?.fail(slot as u32)?))
 }
 
 /// Waits up to `timeout_nanos` until one of `tasks[0..count]` has room for a run of records (see
@@ -333,7 +325,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_close<'c>(
     })
 }
 
-/// The task's first failure as text, or null.
+/// Where the task first failed, as text, or null.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_failure<'c>(
     env: EnvUnowned<'c>,

@@ -106,8 +106,10 @@ public final class ShardExecutor implements AutoCloseable {
                 run.run();
                 done = slot;
             } catch (Throwable e) {
+                // The exception is kept here only; the scheduler is told where (the offset it
+                // holds), never what: no toString() of the application's exception on this path.
                 task.recordFailure(e);
-                scheduler.fail(slot, String.valueOf(e));
+                scheduler.fail(slot);
                 free.release(slot);
             }
         }

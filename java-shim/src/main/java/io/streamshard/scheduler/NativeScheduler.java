@@ -153,11 +153,14 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
-    /** Marks a running record failed: the task fails and dispatches nothing more. */
-    public void fail(int slot, String message) {
+    /**
+     * Marks a running record failed: the task fails and dispatches nothing more. What the record
+     * threw stays in the JVM ({@code ShardExecutor.ShardTask#failure}); the scheduler keeps where.
+     */
+    public void fail(int slot) {
         long h = enter();
         try {
-            fail(h, slot, message);
+            fail(h, slot);
         } finally {
             exit();
         }
@@ -193,7 +196,7 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
-    /** The task's first failure as text, or null. */
+    /** Where the task first failed (partition, offset, slot), as text, or null. */
     public String failure(long task) {
         long h = enter();
         try {
@@ -367,7 +370,7 @@ public final class NativeScheduler implements AutoCloseable {
 
     private static native void complete(long h, int slot);
 
-    private static native void fail(long h, int slot, String message);
+    private static native void fail(long h, int slot);
 
     private static native void drain(long h, long[] tasks, long timeoutMillis);
 

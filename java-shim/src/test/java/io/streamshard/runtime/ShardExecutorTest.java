@@ -106,6 +106,47 @@ class ShardExecutorTest {
         }
     }
 
+    /** An exception whose toString() throws, as application exceptions sometimes do. */
+    private static final class Unprintable extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public String toString() {
+            throw new IllegalStateException("toString of a broken exception");
+        }
+
+        @Override
+        public String getMessage() {
+            throw new IllegalStateException("getMessage of a broken exception");
+        }
+    }
+
+    @Test
+    void aFailureThatCannotBePrintedStillEndsItsRecordAndReachesTheOwner() {
+        // 2 s drain timeout: a worker killed by printing the failure would leave its record
+        // running, and drain would end in a timeout instead of the failure.
+        try (ShardExecutor ex = new ShardExecutor("test", 1, 8, 8, 2_000)) {
+            ShardExecutor.ShardTask task = ex.register(0, 2, false);
+            Unprintable boom = new Unprintable();
+            submit(task, 0, 0, key(1), () -> {
+                throw boom;
+            });
+            assertThatThrownBy(task::drain)
+                    .isInstanceOf(ShardTaskFailedException.class)
+                    .hasMessageContaining("task 0_2")
+                    .hasMessageContaining(Unprintable.class.getName())
+                    .hasCause(boom);
+            task.close(true);
+            // The one worker is still alive: another task's record runs.
+            ShardExecutor.ShardTask other = ex.register(0, 3, false);
+            AtomicInteger ran = new AtomicInteger();
+            submit(other, 0, 0, key(1), ran::incrementAndGet);
+            other.drain();
+            assertThat(ran.get()).isEqualTo(1);
+            other.close(false);
+        }
+    }
+
     @Test
     void closeDropQueuedReleasesEverySlot() throws Exception {
         try (ShardExecutor ex = new ShardExecutor("test", 1, 32, 32, 10_000)) {
