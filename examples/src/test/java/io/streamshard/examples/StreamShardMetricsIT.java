@@ -97,7 +97,8 @@ class StreamShardMetricsIT {
                 Map<String, Object> m = t.getValue();
                 assertThat(m)
                         .containsKeys(
-                                "mode",
+                                "inline",
+                                "serial-region",
                                 "queued",
                                 "in-flight",
                                 "handoffs-total",
@@ -120,7 +121,13 @@ class StreamShardMetricsIT {
                         .isGreaterThan(500_000);
                 assertThat((Double) m.get("run-time-max-ns")).isGreaterThanOrEqualTo((Double) m.get("run-time-avg-ns"));
                 assertThat((Double) m.get("wait-time-max-ns")).isGreaterThanOrEqualTo(0);
-                assertThat(m.get("mode")).as(t.getKey()).isEqualTo(t.getKey().startsWith("0_") ? "parallel" : "split");
+                // Sub-topology 0 is parallel, 1 has a serial region; the slow step keeps both on the workers.
+                assertThat((Double) m.get("serial-region"))
+                        .as(t.getKey())
+                        .isEqualTo(t.getKey().startsWith("0_") ? 0.0 : 1.0);
+                assertThat((Double) m.get("inline")).as(t.getKey()).isZero();
+                // Every metric of a task is a number (JMX exporters and the client telemetry drop strings).
+                assertThat(m.values()).as(t.getKey()).allMatch(v -> v instanceof Number);
                 assertThat((Double) m.get("failed-total")).isZero();
                 assertThat((Double) m.get("in-flight"))
                         .as("nothing runs once all is committed")
@@ -155,7 +162,7 @@ class StreamShardMetricsIT {
                     .filter(n -> "0_0".equals(n.getKeyProperty("task-id")))
                     .findFirst()
                     .orElseThrow();
-            assertThat(jmx.getAttribute(one, "mode")).isEqualTo("parallel");
+            assertThat(jmx.getAttribute(one, "serial-region")).isEqualTo(0.0);
             assertThat((Double) jmx.getAttribute(one, "completed-total")).isPositive();
             Set<ObjectName> inst = jmx.queryNames(new ObjectName("kafka.streams:type=streamshard-metrics,*"), null);
             assertThat(inst).hasSize(1);

@@ -32,8 +32,11 @@ public final class StreamShardMetrics {
 
         int partition();
 
-        /** parallel, split (a parallel part and a serial region) or inline (on the StreamThread). */
-        String mode();
+        /** Whether the task's records run on the StreamThread now (too cheap to hand off). */
+        boolean inline();
+
+        /** Whether the task has an ordered serial region after its parallel part. */
+        boolean hasSerialRegion();
 
         long serialBacklog();
 
@@ -117,12 +120,21 @@ public final class StreamShardMetrics {
         tags.put("task-id", taskId);
         List<MetricName> names = new ArrayList<>();
         Function<SchedulerMetrics, SchedulerMetrics.Task> own = s -> s.task(t.subtopology(), t.partition());
+        // Numbers only, as Kafka's own metrics but the thread state: JMX exporters and the
+        // client telemetry (KIP-714) pass numeric metrics and drop strings. The mode as a word
+        // (parallel, split, inline) is in the status service and explain().
         names.add(add(
-                "mode",
-                "Where the task's records run: parallel, split (a parallel part and an ordered "
-                        + "serial region) or inline (on the StreamThread, records too cheap to hand off).",
+                "inline",
+                "1 while the task's records run on the StreamThread (too cheap to hand off), 0 while "
+                        + "they go to the workers.",
                 tags,
-                (Gauge<String>) (c, now) -> t.mode()));
+                (Gauge<Double>) (c, now) -> t.inline() ? 1.0 : 0.0));
+        names.add(add(
+                "serial-region",
+                "1 if the task has an ordered serial region (windows, suppress, joins, unknown "
+                        + "processors) after its parallel part, else 0.",
+                tags,
+                (Gauge<Double>) (c, now) -> t.hasSerialRegion() ? 1.0 : 0.0));
         names.add(task("queued", "The task's records waiting in the scheduler.", tags, own, x -> x.queued));
         names.add(task("in-flight", "The task's records running on a worker now.", tags, own, x -> x.running));
         names.add(task(

@@ -93,9 +93,19 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         return n;
     }
 
-    @Override
+    /** parallel, split (a parallel part and an ordered serial region) or inline (on the StreamThread). */
     public String mode() {
-        return inline.inline() ? "inline" : serialRegion != null ? "split" : "parallel";
+        return inline() ? "inline" : hasSerialRegion() ? "split" : "parallel";
+    }
+
+    @Override
+    public boolean inline() {
+        return inline.inline();
+    }
+
+    @Override
+    public boolean hasSerialRegion() {
+        return serialRegion != null;
     }
 
     @Override
