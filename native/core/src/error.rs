@@ -40,6 +40,8 @@ pub struct Remaining {
     pub task: TaskId,
     pub queued: u32,
     pub running: u32,
+    /// Of the queued ones, those waiting to be retried (after a backoff).
+    pub backoff: u32,
     /// Keys with unfinished records (a key behind a stuck record counts once).
     pub keys: u32,
     /// `(partition, lowest unfinished offset)` for each partition with unfinished records.
@@ -57,6 +59,9 @@ impl fmt::Display for Remaining {
             self.keys,
             if self.keys == 1 { "" } else { "s" }
         )?;
+        if self.backoff > 0 {
+            write!(f, "; {} waiting to be retried", self.backoff)?;
+        }
         for (p, o) in &self.partitions {
             write!(f, "; partition {p} from offset {o}")?;
         }

@@ -2,7 +2,9 @@
 //!
 //! A Kafka Streams task hands each record's numbers (task, partition, offset, key hash, slot) to
 //! [`Scheduler::submit`]; worker threads take runnable records with [`Scheduler::poll`] and
-//! report them with [`Scheduler::complete`] or [`Scheduler::fail`]. The scheduler never sees the
+//! report them with [`Scheduler::complete`] or [`Scheduler::fail`], or send one back to wait
+//! with [`Scheduler::retry`] (it keeps its key's place; not yet used by the agent). The scheduler
+//! never sees the
 //! record itself: the caller keeps it in a slot table indexed by the slot number.
 //!
 //! # Guarantees
@@ -12,7 +14,7 @@
 //!   Two keys whose hashes collide share a lane: they serialize, they are never reordered.
 //! - **No loss, no duplicate.** A slot is handed out at most once per submission, and every
 //!   submitted slot ends exactly one way: completed, failed, or returned by
-//!   `close(DropQueued)`.
+//!   `close(DropQueued)`; a retried record is the same submission, dispatched again when due.
 //! - **Watermark.** Per partition, the lowest offset not yet completed successfully, over the
 //!   submitted sequence (offsets may have gaps). A failed record holds it.
 //! - **Fairness.** Tasks with ready records take turns, one record per turn; within a task, keys
@@ -65,15 +67,18 @@
 //! stress test every millisecond while two submitters and three pollers run.
 //!
 //! 1. A slot is in exactly one state: free, waiting (in one lane's wait list), ready (in its
-//!    task's ready list) or running; the `next` link is used by at most one list at a time.
-//! 2. A lane exists iff its key has an unfinished record; its `active` record is ready or
-//!    running, and every other record of the key waits behind it in submission order. Hence at
-//!    most one record per (task, key) is ready or running.
+//!    task's ready list), running, or in backoff (retried, not due yet); the `next` link is used
+//!    by at most one list at a time.
+//! 2. A lane exists iff its key has an unfinished record; its `active` record is ready, running
+//!    or in backoff, and every other record of the key waits behind it in submission order.
+//!    Hence at most one record per (task, key) is ready, running or in backoff.
 //! 3. A task is in the ring iff `in_ring`; a task with ready records and no failure is in it.
 //! 4. `queued + running` of a task equals its unfinished records and never exceeds its cap; the
 //!    sum over tasks never exceeds `max_inflight`.
 //! 5. Per partition, `submitted = queued + running + finished + failed + dropped`, and the
 //!    watermark is the offset of the first record in submission order not finished successfully.
+//! 6. The timers hold exactly the records in backoff, once each, at their due times; a task's
+//!    `queued` counts its records in backoff.
 
 mod config;
 mod error;

@@ -72,6 +72,12 @@ impl PartitionTracker {
         self.progress.running += 1;
     }
 
+    /// A running record went back to wait (a retry after a backoff): it stays unfinished.
+    pub fn requeued(&mut self) {
+        self.progress.running -= 1;
+        self.progress.queued += 1;
+    }
+
     /// A queued record was dropped without running: it stays unfinished.
     pub fn dropped(&mut self) {
         self.progress.queued -= 1;

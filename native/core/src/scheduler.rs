@@ -433,6 +433,12 @@ impl Scheduler {
     fn take_ready(&self, g: &mut Locked, out: &mut Vec<u32>, max: usize) -> usize {
         let mut n = 0;
         let mut now = 0;
+        if g.st.next_due().is_some() {
+            now = self.now_ns();
+            // This poller takes the records it readies; the wake-up chain covers the rest.
+            let _ = g.st.release_due(now);
+            self.ready_hint.store(g.st.has_ready(), Relaxed);
+        }
         while n < max {
             let Some(d) = g.st.dispatch() else {
                 break;
@@ -534,11 +540,15 @@ impl Scheduler {
             }
             let now = Instant::now();
             let deadline = *deadline.get_or_insert_with(|| now.checked_add(timeout));
-            let left = match deadline {
+            let mut left = match deadline {
                 Some(d) if d <= now => return Ok(0),
                 Some(d) => d - now,
                 None => Duration::from_secs(3600), // "forever"; re-checked on every wake-up
             };
+            if let Some(due) = g.st.next_due() {
+                // A record in backoff becomes ready then: be awake to take it.
+                left = left.min(Duration::from_nanos(due.saturating_sub(self.now_ns())));
+            }
             if !spun && !g.w.spinning {
                 // Spin briefly before sleeping: work that arrives within the spin costs no
                 // futex wake-up and no context switch, for the submitter or for us.
@@ -571,6 +581,56 @@ impl Scheduler {
     /// record threw stays with the caller (the JVM keeps the exception), never copied here.
     pub fn fail(&self, slot: u32) -> Result<(), Error> {
         self.end(slot, Outcome::Failed)
+    }
+
+    /// Sends a running record back to wait `delay` before it runs again (a retry): its key's
+    /// later records keep waiting behind it, its offset holds the partition's watermark, and
+    /// the worker that ran it is free at once. Once due, a poller dispatches it like any ready
+    /// record (to any worker). A drain waits for it as for any unfinished record; a close that
+    /// drops queued records drops it.
+    pub fn retry(&self, slot: u32, delay: Duration) -> Result<(), Error> {
+        let mut g = self.lock();
+        let now = self.now_ns();
+        let due = now.saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
+        let r = g.st.retry(slot, due, self.config.max_inflight)?;
+        let ti = r.task;
+        if let (Some(dispatched), Some(t)) = (r.dispatched_ns, g.st.tasks[ti as usize].as_mut()) {
+            let ran = now.saturating_sub(dispatched);
+            self.run_ns.record_exclusive(ran);
+            t.run.add(ran);
+            Self::publish_run(&self.counters[ti as usize], t);
+        }
+        let mut wake = Wake {
+            // A failed task's drain ends once none of its records runs.
+            drains: g.w.drain_waiters > 0 && r.task_idle,
+            ..Wake::default()
+        };
+        if delay.is_zero() {
+            wake.work = self.release_due(&mut g, now);
+        } else if r.earliest && g.w.idle_pollers > 0 {
+            // A sleeping poller waits for the earliest due time: it is earlier now.
+            wake.work = true;
+        }
+        wake.work |= Self::wake_leftover(&mut g);
+        self.publish_task(&g.st, ti);
+        self.publish_totals(&g.st);
+        drop(g);
+        self.signal(wake);
+        Ok(())
+    }
+
+    /// Makes the records in backoff that are due at `now` ready; whether to wake a poller.
+    fn release_due(&self, g: &mut Locked, now: u64) -> bool {
+        let (n, entered) = g.st.release_due(now);
+        if n == 0 {
+            return false;
+        }
+        let r = if entered {
+            Readied::EnteredRing
+        } else {
+            Readied::AlreadyInRing
+        };
+        self.wake_for_ready(g, r)
     }
 
     /// `complete` or `fail`, whose caller does not poll next.

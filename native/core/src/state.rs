@@ -7,8 +7,9 @@
 //! decides whom to wake and what to publish from it. [`State::check_invariants`] states the
 //! crate's invariants as code; the model and stress tests run it after every step.
 
+use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 
 use crate::config::NullKeyOrdering;
@@ -74,6 +75,9 @@ pub(crate) enum SlotState {
     /// In its task's ready list.
     Ready,
     Running,
+    /// Ran, and waits to run again (a retry): still its key's active record, so the key's later
+    /// records wait behind it; in `State::timers` until due, then ready again.
+    Backoff,
 }
 
 #[derive(Clone, Copy)]
@@ -91,6 +95,7 @@ pub(crate) struct SlotEntry {
     seq: u64,
     offset: i64,
     pub(crate) submitted_ns: u64,
+    /// When it was dispatched (timed records); in `Backoff`, when it is due (every record).
     pub(crate) dispatched_ns: u64,
 }
 
@@ -284,6 +289,8 @@ pub(crate) struct Task {
     pub(crate) finished: u64,
     pub(crate) failures: u64,
     pub(crate) dropped: u64,
+    /// Records in backoff now (counted in `queued` too).
+    pub(crate) backoff: u32,
     pub(crate) max_key_depth: u32,
     /// Sampled submit-to-dispatch times of this task's records, ns.
     pub(crate) wait: Sums,
@@ -314,6 +321,7 @@ impl Task {
             finished: 0,
             failures: 0,
             dropped: 0,
+            backoff: 0,
             max_key_depth: 0,
             wait: Sums::default(),
             run: Sums::default(),
@@ -334,6 +342,7 @@ impl Task {
             task: self.id,
             queued: self.queued,
             running: self.running,
+            backoff: self.backoff,
             keys: self.active_keys(),
             partitions: self
                 .partitions
@@ -394,6 +403,18 @@ pub(crate) struct Dispatched {
     pub(crate) slot: u32,
 }
 
+/// What a retry did: the record in `slot` of task `task` waits until its due time.
+#[must_use]
+pub(crate) struct Retried {
+    pub(crate) task: u32,
+    /// When the attempt was dispatched, if it was timed.
+    pub(crate) dispatched_ns: Option<u64>,
+    /// The task has no record running any more.
+    pub(crate) task_idle: bool,
+    /// Its due time is now the earliest: a sleeping poller is to wait less.
+    pub(crate) earliest: bool,
+}
+
 /// The scheduling state: slots, tasks with their lanes and ready lists, and the ring of tasks
 /// with ready records.
 pub(crate) struct State {
@@ -411,6 +432,8 @@ pub(crate) struct State {
     pub(crate) running: u32,
     pub(crate) shutdown: bool,
     sample_seq: u64,
+    /// Records in backoff by due time (ns): exactly the slots in `SlotState::Backoff`, once each.
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl State {
@@ -427,6 +450,7 @@ impl State {
             running: 0,
             shutdown: false,
             sample_seq: 0,
+            timers: BinaryHeap::new(),
         }
     }
 
@@ -458,6 +482,12 @@ impl State {
     /// Whether some task has a ready record for a poller.
     pub(crate) fn has_ready(&self) -> bool {
         self.ring_head != NIL
+    }
+
+    /// When the first record in backoff is due (ns), if any is.
+    #[inline]
+    pub(crate) fn next_due(&self) -> Option<u64> {
+        self.timers.peek().map(|Reverse((due, _))| *due)
     }
 
     // ------------------------------------------------------------------ the task table
@@ -743,6 +773,19 @@ impl State {
         }
     }
 
+    /// The running record in `slot` (a copy).
+    #[inline]
+    fn running_entry(&self, slot: u32, max_inflight: u32) -> Result<SlotEntry, Error> {
+        match self.slots.get(slot as usize) {
+            None => Err(Error::SlotOutOfRange {
+                slot,
+                slots: max_inflight,
+            }),
+            Some(e) if e.state != SlotState::Running => Err(Error::SlotNotRunning(slot)),
+            Some(e) => Ok(*e),
+        }
+    }
+
     /// Ends a running record, successfully or not: where a task first failed stays with it. The
     /// next record of its key becomes ready.
     #[inline]
@@ -752,20 +795,9 @@ impl State {
         outcome: Outcome,
         max_inflight: u32,
     ) -> Result<Finished, Error> {
-        let e = match self.slots.get(slot as usize) {
-            None => {
-                return Err(Error::SlotOutOfRange {
-                    slot,
-                    slots: max_inflight,
-                })
-            }
-            Some(e) if e.state != SlotState::Running => return Err(Error::SlotNotRunning(slot)),
-            Some(e) => *e,
-        };
+        let e = self.running_entry(slot, max_inflight)?;
         let ti = e.task;
-        let Some(t) = self.tasks[ti as usize].as_mut() else {
-            return Err(Error::UnknownTask);
-        };
+        let t = self.tasks[ti as usize].as_mut().ok_or(Error::UnknownTask)?;
         t.partitions[e.partition as usize].finish(e.seq, outcome == Outcome::Completed);
         t.running -= 1;
         self.unfinished -= 1;
@@ -816,15 +848,67 @@ impl State {
         })
     }
 
-    /// Discards the queued records of task `ti` (ready ones, and those waiting behind their
-    /// key), appends their slots to `dropped` and returns how each key's depth moved. Running
-    /// records stay; a lane survives only while its active record runs.
+    /// Sends a running record back to wait until `due_ns`: it stays its key's active record
+    /// (the key's later records keep waiting behind it, so per-key order holds) and unfinished
+    /// (its offset holds the partition's watermark); the worker that ran it is free. It is
+    /// ready again once [`release_due`](Self::release_due) passes its due time.
+    pub(crate) fn retry(
+        &mut self,
+        slot: u32,
+        due_ns: u64,
+        max_inflight: u32,
+    ) -> Result<Retried, Error> {
+        let e = self.running_entry(slot, max_inflight)?;
+        let ti = e.task;
+        let t = self.tasks[ti as usize].as_mut().ok_or(Error::UnknownTask)?;
+        t.partitions[e.partition as usize].requeued();
+        t.running -= 1;
+        t.queued += 1;
+        t.backoff += 1;
+        self.running -= 1;
+        let task_idle = t.running == 0;
+        let s = &mut self.slots[slot as usize];
+        s.state = SlotState::Backoff;
+        s.dispatched_ns = due_ns;
+        let earliest = self.next_due().is_none_or(|d| due_ns < d);
+        self.timers.push(Reverse((due_ns, slot)));
+        Ok(Retried {
+            task: ti,
+            dispatched_ns: e.timed.then_some(e.dispatched_ns),
+            task_idle,
+            earliest,
+        })
+    }
+
+    /// Makes every record in backoff that is due at `now_ns` ready again, in due order; returns
+    /// how many, and whether one of their tasks entered the ring (a poller is to take it).
+    pub(crate) fn release_due(&mut self, now_ns: u64) -> (u32, bool) {
+        let (mut n, mut entered) = (0, false);
+        while let Some(&Reverse((due, slot))) = self.timers.peek() {
+            if due > now_ns {
+                break;
+            }
+            self.timers.pop();
+            let ti = self.slots[slot as usize].task;
+            if let Some(t) = self.tasks[ti as usize].as_mut() {
+                t.backoff -= 1;
+            }
+            entered |= self.make_ready(ti, slot) == Readied::EnteredRing;
+            n += 1;
+        }
+        (n, entered)
+    }
+
+    /// Discards the queued records of task `ti` (ready ones, those in backoff, and those
+    /// waiting behind their key), appends their slots to `dropped` and returns how each key's
+    /// depth moved. Running records stay; a lane survives only while its active record runs.
     #[must_use]
     pub(crate) fn drop_queued(&mut self, ti: u32, dropped: &mut Vec<u32>) -> Vec<DepthMove> {
         let State {
             slots,
             tasks,
             unfinished,
+            timers,
             ..
         } = self;
         let Some(t) = tasks[ti as usize].as_mut() else {
@@ -865,6 +949,20 @@ impl State {
         if null_lane.depth > 0 && prune(slots, t, &mut null_lane) {
             t.null_lane = null_lane;
         }
+        // Records in backoff (their lanes, if they had one, are gone above: none was running):
+        // dropped, and out of the timers.
+        let mut backoff = Vec::new();
+        timers.retain(|&Reverse((_, s))| {
+            let mine = slots[s as usize].task == ti;
+            if mine {
+                backoff.push(s);
+            }
+            !mine
+        });
+        for s in backoff {
+            t.backoff -= 1;
+            release(slots, t, s);
+        }
         *unfinished -= (dropped.len() - before) as u32;
         moves
     }
@@ -901,13 +999,19 @@ impl State {
                 let keyed = |e: &SlotEntry| {
                     e.task == ti && e.null_key == key.is_none() && key.is_none_or(|k| e.key == k)
                 };
-                if !matches!(a.state, SlotState::Ready | SlotState::Running) || !keyed(a) {
+                if !matches!(
+                    a.state,
+                    SlotState::Ready | SlotState::Running | SlotState::Backoff
+                ) || !keyed(a)
+                {
                     return Err(format!(
                         "task {id}: the active record of key {key:?} is {:?} or not the key's",
                         a.state
                     ));
                 }
-                if a.state == SlotState::Running && !seen.insert(l.active) {
+                if matches!(a.state, SlotState::Running | SlotState::Backoff)
+                    && !seen.insert(l.active)
+                {
                     return Err(format!("task {id}: slot {} active in two lanes", l.active));
                 }
                 let mut depth = 1;
@@ -940,7 +1044,12 @@ impl State {
             }
             // 2: at most one record per key ready or running: each is its lane's active one.
             for (s, e) in self.slots.iter().enumerate() {
-                if e.task != ti || !matches!(e.state, SlotState::Ready | SlotState::Running) {
+                if e.task != ti
+                    || !matches!(
+                        e.state,
+                        SlotState::Ready | SlotState::Running | SlotState::Backoff
+                    )
+                {
                     continue;
                 }
                 let lane = if !e.null_key {
@@ -969,13 +1078,18 @@ impl State {
                     .filter(|e| e.task == ti && e.state == st)
                     .count() as u32
             };
-            let (waiting, ready, run) = (
+            let (waiting, ready, run, backoff) = (
                 mine(SlotState::Waiting),
                 mine(SlotState::Ready),
                 mine(SlotState::Running),
+                mine(SlotState::Backoff),
             );
-            if ready != ready_count || t.queued != waiting + ready || t.running != run {
-                return Err(format!("task {id}: queued {} running {} but slots say {waiting} waiting, {ready} ready ({ready_count} listed), {run} running", t.queued, t.running));
+            if ready != ready_count
+                || t.queued != waiting + ready + backoff
+                || t.running != run
+                || t.backoff != backoff
+            {
+                return Err(format!("task {id}: queued {} running {} backoff {} but slots say {waiting} waiting, {ready} ready ({ready_count} listed), {run} running, {backoff} in backoff", t.queued, t.running, t.backoff));
             }
             if t.unfinished() > t.cap {
                 return Err(format!(
@@ -1028,6 +1142,29 @@ impl State {
             || unfinished > max_inflight
         {
             return Err(format!("totals: unfinished {} running {} (tasks say {unfinished}, {running}; {free} slots free)", self.unfinished, self.running));
+        }
+        // 6: the timers hold exactly the records in backoff, once each, at their due times.
+        let mut timed = HashSet::new();
+        for &Reverse((due, s)) in self.timers.iter() {
+            let e = &self.slots[s as usize];
+            if e.state != SlotState::Backoff || e.dispatched_ns != due || !timed.insert(s) {
+                return Err(format!(
+                    "timers: slot {s} due {due} is {:?} due {} (or listed twice)",
+                    e.state, e.dispatched_ns
+                ));
+            }
+        }
+        let in_backoff = self
+            .slots
+            .iter()
+            .filter(|e| e.state == SlotState::Backoff)
+            .count();
+        if in_backoff != timed.len() {
+            return Err(format!(
+                "timers: {} records in backoff, {} timed",
+                in_backoff,
+                timed.len()
+            ));
         }
         // 3: the ring holds each task once, exactly those marked in it.
         let mut in_ring = HashSet::new();

@@ -638,3 +638,179 @@ fn wait_for_room_ends_on_failure_close_and_shutdown() {
     assert!(matches!(waiter.join().unwrap(), Err(Error::Shutdown)));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+// ---------------------------------------------------------------------- retries (backoff)
+
+fn invariants(s: &Scheduler) {
+    if let Err(broken) = s.check_invariants() {
+        panic!("invariant broken: {broken}");
+    }
+}
+
+#[test]
+fn a_retried_record_frees_its_worker_holds_its_key_and_runs_again_when_due() {
+    let s = sched(10);
+    let t = s.register_task(tid(3, 0), TaskOptions::default()).unwrap();
+    s.submit(t, 0, 10, Some(1), 0).unwrap();
+    s.submit(t, 0, 11, Some(1), 1).unwrap(); // behind offset 10 (same key)
+    s.submit(t, 0, 12, Some(2), 2).unwrap();
+    let mut out = Vec::new();
+    s.poll(&mut out, 10, Duration::ZERO).unwrap();
+    out.sort();
+    assert_eq!(out, [0, 2]);
+    let retried = Instant::now();
+    s.retry(0, Duration::from_millis(50)).unwrap();
+    invariants(&s);
+    // Its worker is free; nothing of key 1 runs meanwhile, key 2 goes on.
+    out.clear();
+    assert_eq!(s.poll(&mut out, 10, Duration::ZERO).unwrap(), 0);
+    s.complete(2).unwrap();
+    let p = s.partition_progress(t, 0).unwrap();
+    assert_eq!((p.queued, p.running, p.finished), (2, 0, 1));
+    assert_eq!(
+        p.committable(),
+        Some(10),
+        "the retried offset holds the watermark"
+    );
+    // Due after 50 ms: a poller waiting meanwhile takes it then, not before.
+    out.clear();
+    assert_eq!(s.poll(&mut out, 10, LONG).unwrap(), 1);
+    assert_eq!(out, [0]);
+    assert!(retried.elapsed() >= Duration::from_millis(50));
+    invariants(&s);
+    s.complete(0).unwrap();
+    out.clear();
+    s.poll(&mut out, 10, Duration::ZERO).unwrap();
+    assert_eq!(
+        out,
+        [1],
+        "the key's next record only after the retried one finished"
+    );
+    s.complete(1).unwrap();
+    assert_eq!(s.partition_progress(t, 0).unwrap().committable(), Some(13));
+    invariants(&s);
+}
+
+#[test]
+fn a_sleeping_poller_wakes_for_a_retry_due_before_its_timeout() {
+    let s = Arc::new(sched(4));
+    let t = s.register_task(tid(3, 1), TaskOptions::default()).unwrap();
+    s.submit(t, 0, 0, Some(7), 0).unwrap();
+    let mut out = Vec::new();
+    s.poll(&mut out, 1, Duration::ZERO).unwrap();
+    let s2 = Arc::clone(&s);
+    let poller = thread::spawn(move || {
+        let mut got = Vec::new();
+        let started = Instant::now();
+        s2.poll(&mut got, 1, LONG).unwrap();
+        (got, started.elapsed())
+    });
+    thread::sleep(Duration::from_millis(50)); // the poller is asleep, for up to 10 s
+    s.retry(0, Duration::from_millis(20)).unwrap();
+    let (got, waited) = poller.join().unwrap();
+    assert_eq!(got, [0]);
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+    s.complete(0).unwrap();
+    invariants(&s);
+}
+
+#[test]
+fn a_drain_waits_for_records_in_backoff_and_a_dropping_close_drops_them() {
+    let s = sched(8);
+    let t = s
+        .register_task(
+            tid(3, 2),
+            TaskOptions {
+                null_keys: NullKeyOrdering::Unordered,
+                ..TaskOptions::default()
+            },
+        )
+        .unwrap();
+    s.submit(t, 0, 0, Some(1), 0).unwrap();
+    s.submit(t, 0, 1, Some(1), 1).unwrap();
+    s.submit(t, 1, 0, None, 2).unwrap(); // unordered null key: no lane
+    let mut out = Vec::new();
+    s.poll(&mut out, 10, Duration::ZERO).unwrap();
+    out.sort();
+    assert_eq!(out, [0, 2]);
+    s.retry(0, Duration::from_secs(3600)).unwrap();
+    s.retry(2, Duration::from_secs(3600)).unwrap();
+    invariants(&s);
+    match s.drain(&[t], Duration::from_millis(30)) {
+        Err(Error::DrainTimeout { remaining, .. }) => {
+            assert_eq!(
+                (
+                    remaining[0].queued,
+                    remaining[0].running,
+                    remaining[0].backoff
+                ),
+                (3, 0, 2)
+            );
+            assert!(
+                remaining[0].to_string().contains("2 waiting to be retried"),
+                "{}",
+                remaining[0]
+            );
+        }
+        other => panic!("expected a drain timeout, got {other:?}"),
+    }
+    let mut dropped = Vec::new();
+    s.close(t, CloseMode::DropQueued, LONG, &mut dropped)
+        .unwrap();
+    dropped.sort();
+    assert_eq!(dropped, [0, 1, 2]);
+    invariants(&s);
+    s.remove_task(t).unwrap();
+    // The slots are free again: a new task takes them, and nothing stale comes due.
+    let u = s.register_task(tid(3, 3), TaskOptions::default()).unwrap();
+    s.submit(u, 0, 0, Some(1), 0).unwrap();
+    out.clear();
+    assert_eq!(s.poll(&mut out, 10, Duration::ZERO).unwrap(), 1);
+    invariants(&s);
+}
+
+#[test]
+fn a_retry_needs_a_running_record() {
+    let s = sched(4);
+    let t = s.register_task(tid(3, 4), TaskOptions::default()).unwrap();
+    assert_eq!(s.retry(0, Duration::ZERO), Err(Error::SlotNotRunning(0)));
+    assert!(matches!(
+        s.retry(9, Duration::ZERO),
+        Err(Error::SlotOutOfRange { .. })
+    ));
+    s.submit(t, 0, 0, Some(1), 0).unwrap();
+    assert_eq!(
+        s.retry(0, Duration::ZERO),
+        Err(Error::SlotNotRunning(0)),
+        "queued, not running"
+    );
+    let mut out = Vec::new();
+    s.poll(&mut out, 1, Duration::ZERO).unwrap();
+    // Due at once: ready again without a wait.
+    s.retry(0, Duration::ZERO).unwrap();
+    out.clear();
+    assert_eq!(s.poll(&mut out, 1, Duration::ZERO).unwrap(), 1);
+    s.complete(0).unwrap();
+    invariants(&s);
+}
+
+#[test]
+fn a_record_in_backoff_of_a_failed_task_is_not_dispatched() {
+    let s = sched(4);
+    let t = s.register_task(tid(3, 5), TaskOptions::default()).unwrap();
+    s.submit(t, 0, 0, Some(1), 0).unwrap();
+    s.submit(t, 0, 1, Some(2), 1).unwrap();
+    let mut out = Vec::new();
+    s.poll(&mut out, 2, Duration::ZERO).unwrap();
+    s.retry(0, Duration::from_millis(10)).unwrap();
+    s.fail(1).unwrap();
+    // Nothing runs: the drain reports the failure rather than waiting for the retry.
+    assert!(matches!(s.drain(&[t], LONG), Err(Error::TaskFailed(_))));
+    out.clear();
+    assert_eq!(s.poll(&mut out, 2, Duration::from_millis(50)).unwrap(), 0);
+    invariants(&s);
+    let mut dropped = Vec::new();
+    let _ = s.close(t, CloseMode::DropQueued, LONG, &mut dropped);
+    assert_eq!(dropped, [0]);
+    invariants(&s);
+}

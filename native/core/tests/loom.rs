@@ -196,13 +196,12 @@ fn deferred_work_is_taken_by_the_running_worker() {
     );
 }
 
-#[test]
-fn complete_alone_wakes_a_worker_for_deferred_work() {
-    // This thread runs record 0 as a worker would, but ends it with `complete` and never polls
-    // again: the record that became ready meanwhile (deferred while record 0 ran) must get a
-    // sleeping worker woken, or the drain never returns.
-    check(|| {
-        let (s, t) = setup(1);
+/// This thread runs record 0 (key 0) as a worker would and ends it with `end`, never polling
+/// again, while a worker sleeps and a record of key 1 is submitted; the drain must return with
+/// `runs` records run by the worker (a lost wake-up deadlocks).
+fn ended_here(wake_defer_ratio: u32, end: fn(&Scheduler, u32), runs: u32) {
+    check(move || {
+        let (s, t) = setup(wake_defer_ratio);
         let held = Arc::new(AtomicU32::new(0));
         let ran = Arc::new(AtomicU32::new(0));
         s.submit(t, 0, 0, Some(0), 0).unwrap();
@@ -210,10 +209,26 @@ fn complete_alone_wakes_a_worker_for_deferred_work() {
         assert_eq!(s.poll(&mut out, 1, Duration::ZERO).unwrap(), 1);
         let w = spawn_worker(&s, &held, &ran, |slot| slot);
         s.submit(t, 0, 1, Some(1), 1).unwrap();
-        s.complete(out[0]).unwrap();
+        end(&s, out[0]);
         s.drain(&[t], FOREVER).unwrap();
-        assert_eq!(ran.load(SeqCst), 1);
+        assert_eq!(ran.load(SeqCst), runs);
         s.shutdown();
         w.join().unwrap();
     });
+}
+
+#[test]
+fn complete_alone_wakes_a_worker_for_deferred_work() {
+    // Record 1 became ready while record 0 ran (deferred: ratio 1); `complete` alone must get a
+    // sleeping worker woken for it.
+    ended_here(1, |s, slot| s.complete(slot).unwrap(), 1);
+}
+
+#[test]
+fn a_retry_due_at_once_wakes_a_worker() {
+    // Record 0 is sent back, due at once, instead of completed: ready again, it must get a
+    // sleeping worker woken (with and without deferral), and record 1 runs too.
+    for ratio in [0, 1] {
+        ended_here(ratio, |s, slot| s.retry(slot, Duration::ZERO).unwrap(), 2);
+    }
 }

@@ -46,6 +46,12 @@ enum Op {
     Fail {
         pick: usize,
     },
+    /// A running record goes back to wait: `later` for an hour (it stays in backoff for the
+    /// rest of the case), else due at once (ready again).
+    Retry {
+        pick: usize,
+        later: bool,
+    },
     CompleteNotRunning {
         slot: u32,
     },
@@ -75,6 +81,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (1usize..5).prop_map(|max| Op::Poll { max }),
         5 => any::<usize>().prop_map(|pick| Op::Complete { pick }),
         1 => any::<usize>().prop_map(|pick| Op::Fail { pick }),
+        2 => (any::<usize>(), any::<bool>()).prop_map(|(pick, later)| Op::Retry { pick, later }),
         1 => (0..SLOTS + 2).prop_map(|slot| Op::CompleteNotRunning { slot }),
         1 => task.clone().prop_map(|task| Op::Drain { task }),
         1 => Just(Op::DrainAll),
@@ -87,9 +94,17 @@ fn op() -> impl Strategy<Value = Op> {
 enum St {
     Queued,
     Running,
+    /// Retried, not due within the case.
+    Backoff,
     Done,
     Failed,
     Dropped,
+}
+
+impl Rec {
+    fn unfinished(&self) -> bool {
+        matches!(self.st, St::Queued | St::Running | St::Backoff)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -180,7 +195,7 @@ impl Model {
     fn unfinished(&self, task: usize) -> Vec<&Rec> {
         self.recs
             .iter()
-            .filter(|r| r.task == task && self.live(r) && matches!(r.st, St::Queued | St::Running))
+            .filter(|r| r.task == task && self.live(r) && r.unfinished())
             .collect()
     }
 
@@ -202,7 +217,7 @@ impl Model {
                     p.task == r.task
                         && p.generation == r.generation
                         && p.lane == r.lane
-                        && matches!(p.st, St::Queued | St::Running)
+                        && p.unfinished()
                 });
             if !blocked {
                 out.push(i);
@@ -214,7 +229,7 @@ impl Model {
     fn rec_by_slot(&self, slot: u32) -> Option<usize> {
         self.recs
             .iter()
-            .position(|r| r.slot == slot && matches!(r.st, St::Queued | St::Running))
+            .position(|r| r.slot == slot && r.unfinished())
     }
 
     fn apply(&mut self, op: &Op) {
@@ -236,13 +251,7 @@ impl Model {
                 if t.closed || t.failed || self.unfinished(task).len() as u32 >= t.cap {
                     return;
                 }
-                if self
-                    .recs
-                    .iter()
-                    .filter(|r| matches!(r.st, St::Queued | St::Running))
-                    .count() as u32
-                    >= SLOTS
-                {
+                if self.recs.iter().filter(|r| r.unfinished()).count() as u32 >= SLOTS {
                     return;
                 }
                 let got = self.sched.submit(t.handle, partition, last, Some(1), slot);
@@ -269,6 +278,20 @@ impl Model {
                     self.tasks[t].failed = true;
                 }
                 self.free_slots.insert(slot);
+            }
+            Op::Retry { pick, later } => {
+                let running = self.running_idx();
+                if running.is_empty() {
+                    return;
+                }
+                let i = running[pick % running.len()];
+                let delay = if later {
+                    Duration::from_secs(3600)
+                } else {
+                    Duration::ZERO
+                };
+                self.sched.retry(self.recs[i].slot, delay).unwrap();
+                self.recs[i].st = if later { St::Backoff } else { St::Queued };
             }
             Op::CompleteNotRunning { slot } => {
                 if let Some(i) = self.rec_by_slot(slot) {
@@ -307,7 +330,10 @@ impl Model {
                 if drop {
                     let generation = self.tasks[task].generation;
                     for r in self.recs.iter_mut() {
-                        if r.task == task && r.generation == generation && r.st == St::Queued {
+                        if r.task == task
+                            && r.generation == generation
+                            && matches!(r.st, St::Queued | St::Backoff)
+                        {
                             r.st = St::Dropped;
                             expect_dropped.insert(r.slot);
                         }
@@ -348,11 +374,7 @@ impl Model {
     /// refusal.
     fn expected(&self, task: usize) -> Result<Capacity, &'static str> {
         let t = &self.tasks[task];
-        let total = self
-            .recs
-            .iter()
-            .filter(|r| matches!(r.st, St::Queued | St::Running))
-            .count() as u32;
+        let total = self.recs.iter().filter(|r| r.unfinished()).count() as u32;
         let mine = self.unfinished(task).len() as u32;
         if t.closed {
             Err("closed")
@@ -556,7 +578,7 @@ impl Model {
                 let count = |s: St| recs.iter().filter(|r| r.st == s).count() as u64;
                 let got = self.sched.partition_progress(t.handle, p).unwrap();
                 assert_eq!(got.submitted, recs.len() as u64);
-                assert_eq!(got.queued, count(St::Queued));
+                assert_eq!(got.queued, count(St::Queued) + count(St::Backoff));
                 assert_eq!(got.running, count(St::Running));
                 assert_eq!(got.finished, count(St::Done));
                 assert_eq!(got.failed, count(St::Failed));
@@ -570,17 +592,12 @@ impl Model {
             }
             let unfinished = self.unfinished(ti);
             let has_room = (unfinished.len() as u32) < t.cap
-                && self
-                    .recs
-                    .iter()
-                    .filter(|r| matches!(r.st, St::Queued | St::Running))
-                    .count()
-                    < SLOTS as usize;
+                && self.recs.iter().filter(|r| r.unfinished()).count() < SLOTS as usize;
             assert_eq!(self.sched.has_capacity(t.handle), Ok(has_room));
         }
         let m = self.sched.metrics();
         let live = |s: St| self.recs.iter().filter(|r| r.st == s).count() as u64;
-        assert_eq!(m.totals.queued as u64, live(St::Queued));
+        assert_eq!(m.totals.queued as u64, live(St::Queued) + live(St::Backoff));
         assert_eq!(m.totals.running as u64, live(St::Running));
         assert_eq!(m.totals.finished, live(St::Done));
         assert_eq!(m.totals.failures, live(St::Failed));
@@ -590,7 +607,7 @@ impl Model {
         // The key-depth histogram counts exactly the active lanes.
         let mut lanes = BTreeSet::new();
         for r in &self.recs {
-            if let (Some(l), St::Queued | St::Running) = (r.lane, r.st) {
+            if let (Some(l), St::Queued | St::Running | St::Backoff) = (r.lane, r.st) {
                 lanes.insert((r.task, r.generation, l));
             }
         }
@@ -625,7 +642,9 @@ proptest! {
             m.check();
         }
         for (i, t) in m.tasks.iter().enumerate() {
-            let failed_or_stuck = t.failed;
+            // A record in backoff for an hour holds its key (and the keys behind it) to the end.
+            let in_backoff = m.unfinished(i).iter().any(|r| r.st == St::Backoff);
+            let failed_or_stuck = t.failed || in_backoff;
             if !failed_or_stuck {
                 prop_assert!(m.unfinished(i).is_empty(), "task {} left records behind", i);
             }

@@ -3,7 +3,8 @@
 //! Workers check with atomics that a (task, key) is never held by two threads at once and that
 //! each key's records arrive with consecutive sequence numbers (so in order, none lost, none
 //! twice). Submitters drain their tasks now and then, as a commit would, and check that the
-//! watermark is then past everything submitted.
+//! watermark is then past everything submitted. Every 13th record of a key is retried once
+//! (back to its key's lane for up to a millisecond, its worker free) before it runs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,9 @@ struct Shared {
     payload: Vec<AtomicU64>,
     in_use: Vec<AtomicBool>,
     last_seq: Vec<AtomicU64>,
+    /// Per slot: its record was retried once already.
+    retried: Vec<AtomicBool>,
+    retries: AtomicU64,
     free: Vec<Mutex<Vec<u32>>>,
     processed: AtomicU64,
     violations: Mutex<Vec<String>>,
@@ -37,7 +41,8 @@ fn idx(task: usize, key: usize) -> usize {
     task * KEYS + key
 }
 
-fn work(sh: &Shared, slot: u32) {
+/// Runs a record; false if it is to be retried instead (its first attempt, every 13th of a key).
+fn work(sh: &Shared, slot: u32) -> bool {
     let p = sh.payload[slot as usize].load(SeqCst);
     let (task, key, seq) = (
         (p >> 56) as usize,
@@ -50,6 +55,10 @@ fn work(sh: &Shared, slot: u32) {
             .lock()
             .unwrap()
             .push(format!("task {task} key {key} on two threads"));
+    }
+    if seq % 13 == 0 && !sh.retried[slot as usize].swap(true, SeqCst) {
+        sh.in_use[i].store(false, SeqCst);
+        return false;
     }
     let last = sh.last_seq[i].load(SeqCst);
     if seq != last + 1 {
@@ -67,6 +76,14 @@ fn work(sh: &Shared, slot: u32) {
     std::hint::black_box(x);
     sh.in_use[i].store(false, SeqCst);
     sh.processed.fetch_add(1, SeqCst);
+    true
+}
+
+/// Sends a record back for up to a millisecond (its key waits, the worker goes on).
+fn retry(sh: &Shared, slot: u32) {
+    sh.retries.fetch_add(1, SeqCst);
+    let delay = Duration::from_micros(slot as u64 % 3 * 500);
+    sh.sched.retry(slot, delay).unwrap();
 }
 
 fn release(sh: &Shared, slot: u32) {
@@ -93,6 +110,10 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
             .collect(),
         in_use: (0..TASKS * KEYS).map(|_| AtomicBool::new(false)).collect(),
         last_seq: (0..TASKS * KEYS).map(|_| AtomicU64::new(0)).collect(),
+        retried: (0..SLOTS_PER_SUBMITTER as usize * SUBMITTERS)
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+        retries: AtomicU64::new(0),
         free: (0..SUBMITTERS)
             .map(|s| {
                 let base = s as u32 * SLOTS_PER_SUBMITTER;
@@ -146,7 +167,10 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
                         Err(e) => panic!("poll: {e}"),
                     }
                     for &slot in &out {
-                        work(&sh, slot);
+                        if !work(&sh, slot) {
+                            retry(&sh, slot);
+                            continue;
+                        }
                         if w % 2 == 0 {
                             done.push(slot);
                         } else {
@@ -214,6 +238,7 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
                     let offset = offsets[t][p] + 1 + (turn % 3) as i64; // gaps
                     sh.payload[slot as usize]
                         .store((t as u64) << 56 | (key as u64) << 32 | seq, SeqCst);
+                    sh.retried[slot as usize].store(false, SeqCst);
                     match sh.sched.submit(
                         h,
                         p as u32,
@@ -260,6 +285,11 @@ fn zipf_keys_many_threads_order_exclusivity_no_loss() {
     assert!(checks > 0, "the invariants were never checked");
     sh.sched.check_invariants().unwrap();
     assert_eq!(sh.processed.load(SeqCst), PER_TASK * TASKS as u64);
+    assert!(
+        sh.retries.load(SeqCst) > PER_TASK / 20,
+        "retries: {}",
+        sh.retries.load(SeqCst)
+    );
     let violations = sh.violations.lock().unwrap().clone();
     assert!(
         violations.is_empty(),
