@@ -239,6 +239,21 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     entry(env, |_| Ok(scheduler(h)?.fail(slot as u32)?))
 }
 
+/// Sends a running record back to wait `delay_nanos` (0: ready at once; negative counts as 0)
+/// before it is dispatched again (see `Scheduler::retry`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_retry<'c>(
+    env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    slot: jint,
+    delay_nanos: jlong,
+) {
+    entry(env, |_| {
+        Ok(scheduler(h)?.retry(slot as u32, nanos(delay_nanos))?)
+    })
+}
+
 /// Waits up to `timeout_nanos` until one of `tasks[0..count]` has room for a run of records (see
 /// `Scheduler::wait_for_room`). Returns false on timeout; true on room, and after shutdown.
 #[unsafe(no_mangle)]

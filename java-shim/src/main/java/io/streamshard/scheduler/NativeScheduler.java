@@ -167,6 +167,23 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     /**
+     * Sends a running record back to wait {@code delayNanos} (0: ready at once) before it runs
+     * again: its worker is free now, its key's later records keep waiting behind it, and its
+     * offset holds the partition's watermark. A drain waits for it; a dropping close drops it.
+     */
+    public void retry(int slot, long delayNanos) {
+        if (delayNanos < 0) {
+            throw new IllegalArgumentException("delayNanos must not be negative, got " + delayNanos);
+        }
+        long h = enter();
+        try {
+            retry(h, slot, delayNanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
      * Waits until the tasks have nothing queued or running.
      *
      * @throws DrainTimeoutException saying how many records remain and where
@@ -371,6 +388,8 @@ public final class NativeScheduler implements AutoCloseable {
     private static native void complete(long h, int slot);
 
     private static native void fail(long h, int slot);
+
+    private static native void retry(long h, int slot, long delayNanos);
 
     private static native void drain(long h, long[] tasks, long timeoutMillis);
 

@@ -147,6 +147,30 @@ class NativeSchedulerTest {
     }
 
     @Test
+    void aRetriedRecordKeepsItsKeyAndRunsAgainWhenDue() {
+        try (NativeScheduler s = small(4)) {
+            long t = s.registerTask(0, 1, false, 0);
+            s.submit(t, 0, 10, true, 9, 0);
+            s.submit(t, 0, 11, true, 9, 1);
+            int[] out = new int[2];
+            assertThat(s.completeAndPoll(new int[0], 0, out, 0)).isEqualTo(1);
+            assertThat(out[0]).isZero();
+            long retried = System.nanoTime();
+            s.retry(0, 30_000_000L);
+            // The key's next record waits behind the retried one; nothing is ready meanwhile.
+            assertThat(s.completeAndPoll(new int[0], 0, out, 0)).isZero();
+            assertThat(s.completeAndPoll(new int[0], 0, out, 5_000_000_000L)).isEqualTo(1);
+            assertThat(out[0]).isZero();
+            assertThat(System.nanoTime() - retried).isGreaterThanOrEqualTo(30_000_000L);
+            assertThat(s.completeAndPoll(new int[] {0}, 1, out, 0)).isEqualTo(1);
+            assertThat(out[0]).isEqualTo(1);
+            assertThatThrownBy(() -> s.retry(0, 0)).isInstanceOf(SchedulerException.class);
+            assertThatThrownBy(() -> s.retry(1, -1)).isInstanceOf(IllegalArgumentException.class);
+            s.complete(1);
+        }
+    }
+
+    @Test
     void failureIsKeptAndReportedToTheOwner() {
         try (NativeScheduler s = small(4)) {
             long t = s.registerTask(0, 0, false, 0);
