@@ -26,6 +26,8 @@ pub(crate) struct TaskCounters {
     pub finished: AtomicU64,
     pub failures: AtomicU64,
     pub dropped: AtomicU64,
+    pub retries: AtomicU64,
+    pub backoff: AtomicU32,
     pub active_keys: AtomicU32,
     pub max_key_depth: AtomicU32,
     pub wait_count: AtomicU64,
@@ -75,6 +77,8 @@ impl TaskCounters {
             finished: self.finished.load(Relaxed),
             failures: self.failures.load(Relaxed),
             dropped: self.dropped.load(Relaxed),
+            retries: self.retries.load(Relaxed),
+            backoff: self.backoff.load(Relaxed),
             active_keys: self.active_keys.load(Relaxed),
             max_key_depth: self.max_key_depth.load(Relaxed),
             wait: SampledTimes {
@@ -110,6 +114,10 @@ pub struct TaskMetrics {
     pub failures: u64,
     /// Queued records discarded by `close(DropQueued)`.
     pub dropped: u64,
+    /// Records sent back to wait for a retry (`Scheduler::retry`).
+    pub retries: u64,
+    /// Records waiting for their retry now (counted in `queued` too).
+    pub backoff: u32,
     /// Keys (and the null-key lane) that have unfinished records now.
     pub active_keys: u32,
     /// Deepest key queue (unfinished records of one key) seen since the task was registered.

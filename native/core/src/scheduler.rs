@@ -201,6 +201,8 @@ impl Scheduler {
         c.finished.store(t.finished, Relaxed);
         c.failures.store(t.failures, Relaxed);
         c.dropped.store(t.dropped, Relaxed);
+        c.retries.store(t.retries, Relaxed);
+        c.backoff.store(t.backoff, Relaxed);
         c.active_keys.store(t.active_keys(), Relaxed);
         c.max_key_depth.store(t.max_key_depth, Relaxed);
         c.closed.store(t.closed, Relaxed);
@@ -436,7 +438,9 @@ impl Scheduler {
         if g.st.next_due().is_some() {
             now = self.now_ns();
             // This poller takes the records it readies; the wake-up chain covers the rest.
-            let _ = g.st.release_due(now);
+            let counters = &self.counters;
+            let _ =
+                g.st.release_due(now, |ti, n| counters[ti as usize].backoff.store(n, Relaxed));
             self.ready_hint.store(g.st.has_ready(), Relaxed);
         }
         while n < max {
@@ -621,7 +625,9 @@ impl Scheduler {
 
     /// Makes the records in backoff that are due at `now` ready; whether to wake a poller.
     fn release_due(&self, g: &mut Locked, now: u64) -> bool {
-        let (n, entered) = g.st.release_due(now);
+        let counters = &self.counters;
+        let (n, entered) =
+            g.st.release_due(now, |ti, b| counters[ti as usize].backoff.store(b, Relaxed));
         if n == 0 {
             return false;
         }

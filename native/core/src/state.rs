@@ -291,6 +291,8 @@ pub(crate) struct Task {
     pub(crate) dropped: u64,
     /// Records in backoff now (counted in `queued` too).
     pub(crate) backoff: u32,
+    /// Records sent back to wait by [`State::retry`], since the task was registered.
+    pub(crate) retries: u64,
     pub(crate) max_key_depth: u32,
     /// Sampled submit-to-dispatch times of this task's records, ns.
     pub(crate) wait: Sums,
@@ -322,6 +324,7 @@ impl Task {
             failures: 0,
             dropped: 0,
             backoff: 0,
+            retries: 0,
             max_key_depth: 0,
             wait: Sums::default(),
             run: Sums::default(),
@@ -865,6 +868,7 @@ impl State {
         t.running -= 1;
         t.queued += 1;
         t.backoff += 1;
+        t.retries += 1;
         self.running -= 1;
         let task_idle = t.running == 0;
         let s = &mut self.slots[slot as usize];
@@ -882,7 +886,12 @@ impl State {
 
     /// Makes every record in backoff that is due at `now_ns` ready again, in due order; returns
     /// how many, and whether one of their tasks entered the ring (a poller is to take it).
-    pub(crate) fn release_due(&mut self, now_ns: u64) -> (u32, bool) {
+    /// `released(task, backoff)` is told each record's task and the records it has in backoff now.
+    pub(crate) fn release_due(
+        &mut self,
+        now_ns: u64,
+        mut released: impl FnMut(u32, u32),
+    ) -> (u32, bool) {
         let (mut n, mut entered) = (0, false);
         while let Some(&Reverse((due, slot))) = self.timers.peek() {
             if due > now_ns {
@@ -892,6 +901,7 @@ impl State {
             let ti = self.slots[slot as usize].task;
             if let Some(t) = self.tasks[ti as usize].as_mut() {
                 t.backoff -= 1;
+                released(ti, t.backoff);
             }
             entered |= self.make_ready(ti, slot) == Readied::EnteredRing;
             n += 1;

@@ -661,6 +661,9 @@ fn a_retried_record_frees_its_worker_holds_its_key_and_runs_again_when_due() {
     let retried = Instant::now();
     s.retry(0, Duration::from_millis(50)).unwrap();
     invariants(&s);
+    let m = s.metrics();
+    let row = m.tasks.iter().find(|x| x.task == tid(3, 0)).unwrap();
+    assert_eq!((row.retries, row.backoff), (1, 1), "published at once");
     // Its worker is free; nothing of key 1 runs meanwhile, key 2 goes on.
     out.clear();
     assert_eq!(s.poll(&mut out, 10, Duration::ZERO).unwrap(), 0);
@@ -678,6 +681,13 @@ fn a_retried_record_frees_its_worker_holds_its_key_and_runs_again_when_due() {
     assert_eq!(out, [0]);
     assert!(retried.elapsed() >= Duration::from_millis(50));
     invariants(&s);
+    let m = s.metrics();
+    let row = m.tasks.iter().find(|x| x.task == tid(3, 0)).unwrap();
+    assert_eq!(
+        (row.retries, row.backoff),
+        (1, 0),
+        "out of backoff once due"
+    );
     s.complete(0).unwrap();
     out.clear();
     s.poll(&mut out, 10, Duration::ZERO).unwrap();

@@ -359,13 +359,14 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_failure<'c>
 /// Longs before the per-task rows of `metrics0`'s output.
 const METRICS_HEAD: usize = 13;
 /// Longs per task row of `metrics0`'s output.
-const METRICS_ROW: usize = 18;
+const METRICS_ROW: usize = 20;
 
 /// Writes a lock-free copy of the scheduler's counters into `out`:
 /// `[submitted, finished, failures, dropped, queued, running, waitCount, waitSumNs, waitMaxNs,
 /// runCount, runSumNs, runMaxNs, tasks]`, then per live task `[subtopology, partition, closed,
 /// failed, queued, running, submitted, finished, failures, dropped, activeKeys, maxKeyDepth,
-/// waitCount, waitSumNs, waitMaxNs, runCount, runSumNs, runMaxNs]` (sampled times), as
+/// waitCount, waitSumNs, waitMaxNs, runCount, runSumNs, runMaxNs, retries, backoff]` (sampled
+/// times; records sent back to wait for a retry, and those waiting now), as
 /// many rows as fit. Returns the number of live tasks (more than were written if `out` is short).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_metrics0<'c>(
@@ -425,6 +426,8 @@ pub(crate) fn metrics_longs(m: &streamshard_core::MetricsSnapshot, capacity: usi
             task.run.count as jlong,
             task.run.sum_ns as jlong,
             task.run.max_ns as jlong,
+            task.retries as jlong,
+            task.backoff as jlong,
         ]);
     }
     v

@@ -221,5 +221,7 @@ fn task_stats(jt: &JavaTask, live: Option<&TaskMetrics>, rates: &Rates) -> pb::T
         drain_time_avg_ns: (jt.drain_total > 0)
             .then(|| jt.drain_time_total_ns as f64 / jt.drain_total as f64),
         drain_time_max_ns: jt.drain_time_max_ns,
+        retries_total: live.map_or(0, |m| m.retries),
+        in_backoff: live.map_or(0, |m| m.backoff as u64),
     }
 }

@@ -79,6 +79,8 @@ pub fn render(s: &Snapshot) -> String {
         "DONE/S",
         "DONE",
         "FAILED",
+        "RETRIES",
+        "BACKOFF",
         "KEYS",
         "DEEPEST",
         "WAIT-MS",
@@ -103,6 +105,8 @@ pub fn render(s: &Snapshot) -> String {
                 format!("{:.0}", x.completed_per_sec),
                 x.completed_total.to_string(),
                 x.failed_total.to_string(),
+                x.retries_total.to_string(),
+                x.in_backoff.to_string(),
                 x.active_keys.to_string(),
                 x.deepest_key_queue.to_string(),
                 ms(x.wait_time_avg_ns),
@@ -111,7 +115,7 @@ pub fn render(s: &Snapshot) -> String {
                 x.drain_total.to_string(),
                 ms_u(x.drain_time_max_ns),
             ]),
-            None => row.extend(std::iter::repeat_n("-".to_string(), 12)),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 14)),
         }
         rows.push(row);
     }

@@ -105,6 +105,8 @@ class StreamShardMetricsIT {
                                 "completed-total",
                                 "completed-rate",
                                 "failed-total",
+                                "retries-total",
+                                "in-backoff",
                                 "active-keys",
                                 "deepest-key-queue",
                                 "serial-backlog",

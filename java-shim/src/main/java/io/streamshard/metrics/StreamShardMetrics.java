@@ -153,6 +153,18 @@ public final class StreamShardMetrics {
                     return m == null ? 0 : m.finished;
                 })));
         names.add(task("failed-total", "The task's records that failed on a worker.", tags, own, x -> x.failures));
+        names.add(task(
+                "retries-total",
+                "The task's records sent back to wait for a retry (streamshard.retry.*).",
+                tags,
+                own,
+                x -> x.retries));
+        names.add(task(
+                "in-backoff",
+                "The task's records waiting for their retry now (one a key: its later records wait behind it).",
+                tags,
+                own,
+                x -> x.backoff));
         names.add(task("active-keys", "Keys with unfinished records now.", tags, own, x -> x.activeKeys));
         names.add(task(
                 "deepest-key-queue",

@@ -13,7 +13,7 @@ public final class SchedulerMetrics {
     /** Longs before the task rows, and per row (the layout of {@code metrics0}). */
     static final int HEAD = 13;
 
-    static final int ROW = 18;
+    static final int ROW = 20;
 
     public final Totals totals;
     /** Sampled times from hand-off to dispatch, and from dispatch to completion, all tasks. */
@@ -54,6 +54,10 @@ public final class SchedulerMetrics {
         public final long dropped;
         public final long activeKeys;
         public final long maxKeyDepth;
+        /** Records sent back to wait for a retry, and those waiting for it now (one a key). */
+        public final long retries;
+
+        public final long backoff;
         /** Sampled times of this task's records: hand-off to dispatch, and dispatch to completion. */
         public final Times wait;
 
@@ -74,6 +78,8 @@ public final class SchedulerMetrics {
             maxKeyDepth = v[at + 11];
             wait = new Times(v, at + 12);
             run = new Times(v, at + 15);
+            retries = v[at + 18];
+            backoff = v[at + 19];
         }
     }
 
