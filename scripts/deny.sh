@@ -15,6 +15,9 @@ if timeout 20 git ls-remote https://github.com/RustSec/advisory-db HEAD >/dev/nu
   echo "advisories: RustSec's live database"
   exec cargo deny check
 fi
+# Offline, cargo-deny reads the whole graph (every target's dependencies, optional ones too) from
+# the local cache, which a fresh machine's builds have filled only for this platform.
+cargo fetch --locked --quiet
 # Where cargo-deny $DENY_VERSION keeps the database of its default URL under db-path (deny.toml).
 db=target/advisory-dbs/advisory-db-3157b0e258782691
 rm -rf "$db" && mkdir -p "$db"
