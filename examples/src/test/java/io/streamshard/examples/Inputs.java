@@ -11,6 +11,8 @@ import java.util.function.IntFunction;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
@@ -108,5 +110,19 @@ final class Inputs {
             }
         }
         return false;
+    }
+
+    /** The sum over {@code streams}' metrics of that group and name (one per task, say); NaN values count 0. */
+    static double metricSum(KafkaStreams streams, String group, String name) {
+        double sum = 0;
+        for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
+            if (e.getKey().group().equals(group) && e.getKey().name().equals(name)) {
+                Object v = e.getValue().metricValue();
+                if (v instanceof Number && !Double.isNaN(((Number) v).doubleValue())) {
+                    sum += ((Number) v).doubleValue();
+                }
+            }
+        }
+        return sum;
     }
 }

@@ -1,6 +1,9 @@
 package io.streamshard.agent;
 
+import static net.bytebuddy.matcher.ElementMatchers.isDeclaredBy;
 import static net.bytebuddy.matcher.ElementMatchers.named;
+import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
+import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
 import io.streamshard.scheduler.NativeLibrary;
 import io.streamshard.scheduler.NativeLibraryException;
@@ -52,6 +55,11 @@ import net.bytebuddy.utility.JavaModule;
 public final class StreamShardAgent {
     static final String P = "org.apache.kafka.streams.processor.internals.";
     static final String FRAMES = P + "StreamShardFrames";
+    static final String RETRY = P + "StreamShardRetry";
+    /** The class whose calls of its processor go through {@link #RETRY} (a member substitution). */
+    static final String PROCESSOR_NODE = P + "ProcessorNode";
+
+    private static final String API = "org.apache.kafka.streams.processor.api.";
     /** Minor versions the test suite runs on; another whose checks all pass installs with a WARN. */
     static final List<String> TESTED = List.of("3.9", "4.0", "4.1", "4.2", "4.3", "4.4");
 
@@ -165,6 +173,7 @@ public final class StreamShardAgent {
         Set<String> types = new LinkedHashSet<>();
         HOOKS.forEach(h -> types.add(h.type()));
         types.addAll(FRAMED_TYPES);
+        types.add(PROCESSOR_NODE);
         // The transformer never looks at ByteBuddy's or the agent's own classes: loading one while
         // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
@@ -356,6 +365,7 @@ public final class StreamShardAgent {
         AsmVisitorWrapper frames = frameSubstitution(pool);
         FRAMED_TYPES.forEach(
                 t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
+        byType.computeIfAbsent(PROCESSOR_NODE, k -> new ArrayList<>()).add(retrySubstitution(pool));
         return byType;
     }
 
@@ -415,6 +425,27 @@ public final class StreamShardAgent {
                 .on(ElementMatchers.any());
     }
 
+    /**
+     * ProcessorNode.process's calls of its processor ({@code Processor.process},
+     * {@code FixedKeyProcessor.process}), routed through {@link #RETRY}, which sees a failure
+     * before the processing exception handler does.
+     */
+    static AsmVisitorWrapper retrySubstitution(TypePool pool) {
+        TypeDescription retry = pool.describe(RETRY).resolve();
+        MemberSubstitution.WithoutSpecification.ForMatchedMethod plain =
+                MemberSubstitution.relaxed().method(named("process").and(isDeclaredBy(named(API + "Processor"))));
+        return plain.replaceWith(processHelper(retry, API + "Processor"))
+                .method(named("process").and(isDeclaredBy(named(API + "FixedKeyProcessor"))))
+                .replaceWith(processHelper(retry, API + "FixedKeyProcessor"))
+                .on(named("process").and(takesArguments(1)));
+    }
+
+    private static MethodDescription processHelper(TypeDescription retry, String processorType) {
+        return retry.getDeclaredMethods()
+                .filter(named("process").and(takesArgument(0, named(processorType))))
+                .getOnly();
+    }
+
     private static MethodDescription helper(TypeDescription frames, String name) {
         return frames.getDeclaredMethods().filter(named(name)).getOnly();
     }
@@ -458,7 +489,9 @@ public final class StreamShardAgent {
                 }
             }
         }
-        for (String t : FRAMED_TYPES) {
+        List<String> substituted = new ArrayList<>(FRAMED_TYPES);
+        substituted.add(PROCESSOR_NODE);
+        for (String t : substituted) {
             if (describe(pool, t) == null) {
                 problems.add("class " + t + " not found");
             }

@@ -41,6 +41,10 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String CACHING = "streamshard.caching";
     public static final String STATUS_LISTENER = "streamshard.status.listener";
     public static final String STATUS_ALLOW_REMOTE = "streamshard.status.allow.remote";
+    public static final String RETRY_MAX_ATTEMPTS = "streamshard.retry.max.attempts";
+    public static final String RETRY_BACKOFF_MS = "streamshard.retry.backoff.ms";
+    public static final String RETRY_BACKOFF_MAX_MS = "streamshard.retry.backoff.max.ms";
+    public static final String RETRY_EXCEPTIONS = "streamshard.retry.exceptions";
 
     /** Kafka Streams' own key whose value the drain timeout must stay under. */
     static final String MAX_POLL_INTERVAL_MS = "max.poll.interval.ms";
@@ -159,7 +163,49 @@ public final class StreamShardConfig extends AbstractConfig {
                     Importance.LOW,
                     "Let streamshard.status.listener bind to an address other hosts can reach. The "
                             + "listener has no authentication: it shows topology, task ids, offsets and "
-                            + "streamshard.* settings (never any other setting).");
+                            + "streamshard.* settings (never any other setting).")
+            .define(
+                    RETRY_MAX_ATTEMPTS,
+                    Type.INT,
+                    1,
+                    Range.between(1, 1_000),
+                    Importance.MEDIUM,
+                    "Attempts a record's parallel part gets on the workers when it throws before it "
+                            + "has had any effect (no state-store write, no forward to a sink or into the "
+                            + "serial region). Between attempts the record waits on its key's lane: its "
+                            + "key's later records wait behind it, the worker and every other key go on. "
+                            + "After the last attempt, or a failure after an effect, Kafka Streams' "
+                            + "processing exception handler decides as in stock. 1: no retry. Above 1, "
+                            + "every record of a parallel task goes to the workers (" + "streamshard.inline.below.us "
+                            + "is not used), so that every one can be retried.")
+            .define(
+                    RETRY_BACKOFF_MS,
+                    Type.LONG,
+                    100L,
+                    Range.between(0, 3_600_000),
+                    Importance.LOW,
+                    "Wait before a record's second attempt; it doubles for each later attempt, up to "
+                            + "streamshard.retry.backoff.max.ms, and each wait is shortened by a random "
+                            + "0-20% so that records that failed together do not retry together.")
+            .define(
+                    RETRY_BACKOFF_MAX_MS,
+                    Type.LONG,
+                    10_000L,
+                    Range.between(0, 3_600_000),
+                    Importance.LOW,
+                    "Longest wait between two attempts of a record. The waits of all attempts "
+                            + "together must stay below streamshard.drain.timeout.ms, because a commit waits "
+                            + "for records that wait for a retry.")
+            .define(
+                    RETRY_EXCEPTIONS,
+                    Type.LIST,
+                    List.of(),
+                    Importance.LOW,
+                    "Exception classes (fully qualified names; a class matches its subclasses and an "
+                            + "interface its implementations) that are retried. Empty: any exception but "
+                            + "Kafka Streams' own (StreamsException and its subclasses) and "
+                            + "ClassCastException (a wrong Serde, which stock reports without the "
+                            + "handler).");
 
     /** Where a setting's value came from, highest precedence first. */
     public enum Source {
@@ -185,6 +231,8 @@ public final class StreamShardConfig extends AbstractConfig {
     // Read on every record: parsed once here, not looked up in the config map each time.
     private final long drainTimeoutMs;
     private final long inlineBelowNanos;
+
+    private final int retryMaxAttempts;
     /** Every streamshard.* key given, by where its value came from; unmodifiable. */
     private final SortedMap<String, Source> sources;
 
@@ -192,7 +240,10 @@ public final class StreamShardConfig extends AbstractConfig {
         super(DEF, props, false);
         this.sources = Collections.unmodifiableSortedMap(sources);
         drainTimeoutMs = getLong(DRAIN_TIMEOUT_MS);
-        inlineBelowNanos = getInt(INLINE_BELOW_US) * 1_000L;
+        retryMaxAttempts = getInt(RETRY_MAX_ATTEMPTS);
+        // Retried records must all be on the workers: an inline record's failure reaches the
+        // handler on the StreamThread, which has no lane to wait on.
+        inlineBelowNanos = retryMaxAttempts > 1 ? 0 : getInt(INLINE_BELOW_US) * 1_000L;
     }
 
     /**
@@ -242,6 +293,7 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "drain fails the StreamThread before the group evicts it");
         }
         c.statusListener(); // checks it
+        c.checkRetry(drain);
         return c;
     }
 
@@ -318,6 +370,57 @@ public final class StreamShardConfig extends AbstractConfig {
         } catch (NumberFormatException e) {
             return DEFAULT_MAX_POLL_INTERVAL_MS; // Kafka's own validation reports it
         }
+    }
+
+    private void checkRetry(long drainMs) {
+        long base = getLong(RETRY_BACKOFF_MS);
+        long max = getLong(RETRY_BACKOFF_MAX_MS);
+        if (max < base) {
+            throw new ConfigException(
+                    RETRY_BACKOFF_MAX_MS, max, "must not be below " + RETRY_BACKOFF_MS + " (" + base + ")");
+        }
+        for (String name : getList(RETRY_EXCEPTIONS)) {
+            if (!name.matches("[\\p{javaJavaIdentifierStart}][\\p{javaJavaIdentifierPart}.$]*")) {
+                throw new ConfigException(RETRY_EXCEPTIONS, name, "must be fully qualified class names");
+            }
+        }
+        long worst = worstCaseRetryMs(retryMaxAttempts, base, max);
+        if (worst >= drainMs) {
+            throw new ConfigException(
+                    RETRY_MAX_ATTEMPTS,
+                    retryMaxAttempts,
+                    "with " + RETRY_BACKOFF_MS + "=" + base + " and " + RETRY_BACKOFF_MAX_MS + "=" + max
+                            + " a record may wait " + worst + " ms for its retries, which must be below "
+                            + DRAIN_TIMEOUT_MS + " (" + drainMs + "): a commit waits for records that "
+                            + "wait for a retry");
+        }
+    }
+
+    /** The longest a record can wait between its attempts, all together, ms. */
+    public static long worstCaseRetryMs(int attempts, long backoffMs, long backoffMaxMs) {
+        long sum = 0;
+        long wait = backoffMs;
+        for (int i = 1; i < attempts; i++) {
+            sum += Math.min(wait, backoffMaxMs);
+            wait = Math.min(wait * 2, backoffMaxMs);
+        }
+        return sum;
+    }
+
+    public int retryMaxAttempts() {
+        return retryMaxAttempts;
+    }
+
+    public long retryBackoffMs() {
+        return getLong(RETRY_BACKOFF_MS);
+    }
+
+    public long retryBackoffMaxMs() {
+        return getLong(RETRY_BACKOFF_MAX_MS);
+    }
+
+    public List<String> retryExceptions() {
+        return getList(RETRY_EXCEPTIONS);
     }
 
     public boolean enabled() {

@@ -23,6 +23,15 @@ public final class ShardExecutor implements AutoCloseable {
     private final long drainTimeoutMs;
     private final int maxInflightPerTask;
 
+    /**
+     * A record that may ask, after it ran, to run again later on its key's lane (a failure to
+     * retry): its key's later records keep waiting behind it, the worker goes on with others.
+     */
+    public interface Retriable extends Runnable {
+        /** After {@link #run}: the wait before the next run, ns, or -1 if the record is done. Clears it. */
+        long retryDelayNanos();
+    }
+
     /** One slot of the table: written by the submitter before submit, read by one worker. */
     private static final class Work {
         Runnable run;
@@ -104,7 +113,15 @@ public final class ShardExecutor implements AutoCloseable {
             Thread.interrupted();
             try {
                 run.run();
-                done = slot;
+                long retryIn = run instanceof Retriable ? ((Retriable) run).retryDelayNanos() : -1;
+                if (retryIn >= 0) {
+                    // Back in the table before the scheduler has it: a worker may take it at once.
+                    w.run = run;
+                    w.task = task;
+                    scheduler.retry(slot, retryIn);
+                } else {
+                    done = slot;
+                }
             } catch (Throwable e) {
                 // The exception is kept here only; the scheduler is told where (the offset it
                 // holds), never what: no toString() of the application's exception on this path.

@@ -116,6 +116,57 @@ class StreamShardConfigTest {
     }
 
     @Test
+    void retryIsOffByDefaultAndItsWorstCaseStaysUnderTheDrainTimeout() {
+        StreamShardConfig off = StreamShardConfig.from(new Properties());
+        assertThat(off.retryMaxAttempts()).isEqualTo(1);
+        assertThat(off.retryBackoffMs()).isEqualTo(100);
+        assertThat(off.retryBackoffMaxMs()).isEqualTo(10_000);
+        assertThat(off.retryExceptions()).isEmpty();
+
+        // 5 attempts: waits of 100, 200, 400, 800 ms = 1500 ms; inline hand-off is off with retry.
+        StreamShardConfig on = StreamShardConfig.from(Map.of("streamshard.retry.max.attempts", "5"));
+        assertThat(StreamShardConfig.worstCaseRetryMs(5, 100, 10_000)).isEqualTo(1_500);
+        assertThat(StreamShardConfig.worstCaseRetryMs(5, 100, 300)).isEqualTo(100 + 200 + 300 + 300);
+        assertThat(StreamShardConfig.worstCaseRetryMs(1, 100, 300)).isZero();
+        assertThat(on.inlineBelowNanos()).isZero();
+
+        assertThat(StreamShardConfig.from(Map.of(
+                                "streamshard.retry.max.attempts", "3",
+                                "streamshard.retry.backoff.ms", "500",
+                                "streamshard.drain.timeout.ms", "1501"))
+                        .retryMaxAttempts())
+                .isEqualTo(3);
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of(
+                        "streamshard.retry.max.attempts", "3",
+                        "streamshard.retry.backoff.ms", "500",
+                        "streamshard.drain.timeout.ms", "1500")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.retry.max.attempts")
+                .hasMessageContaining("streamshard.retry.backoff.ms")
+                .hasMessageContaining("streamshard.drain.timeout.ms")
+                .hasMessageContaining("1500 ms");
+        // The default drain timeout (60 s): 12 attempts wait 52.7 s at most, 13 attempts 62.7 s.
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.retry.max.attempts", "13")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.retry.max.attempts");
+        assertThatThrownBy(() -> StreamShardConfig.from(
+                        Map.of("streamshard.retry.backoff.ms", "200", "streamshard.retry.backoff.max.ms", "100")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.retry.backoff.max.ms");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.retry.max.attempts", "0")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.retry.max.attempts");
+        assertThatThrownBy(
+                        () -> StreamShardConfig.from(Map.of("streamshard.retry.exceptions", "java.io.IOException, 3x")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.retry.exceptions")
+                .hasMessageContaining("3x");
+        assertThat(StreamShardConfig.from(Map.of("streamshard.retry.exceptions", "java.io.IOException,a.B$C"))
+                        .retryExceptions())
+                .containsExactly("java.io.IOException", "a.B$C");
+    }
+
+    @Test
     void drainTimeoutMustStayUnderMaxPollInterval() {
         assertThatThrownBy(() -> StreamShardConfig.from(
                         Map.of("streamshard.drain.timeout.ms", "60000", "max.poll.interval.ms", "30000")))

@@ -3,7 +3,11 @@ package io.streamshard.runtime;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamshard.scheduler.SchedulerMetrics;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -144,6 +148,76 @@ class ShardExecutorTest {
             other.drain();
             assertThat(ran.get()).isEqualTo(1);
             other.close(false);
+        }
+    }
+
+    /** A record that fails its first {@code failures} runs, asking each time for a retry after {@code delayMs}. */
+    private static final class Flaky implements ShardExecutor.Retriable {
+        private final int failures;
+        private final long delayNanos;
+        private final Runnable body;
+        final AtomicInteger runs = new AtomicInteger();
+        private volatile long retryIn = -1;
+
+        Flaky(int failures, long delayMs, Runnable body) {
+            this.failures = failures;
+            this.delayNanos = delayMs * 1_000_000L;
+            this.body = body;
+        }
+
+        @Override
+        public void run() {
+            if (runs.incrementAndGet() <= failures) {
+                retryIn = delayNanos;
+                return;
+            }
+            body.run();
+        }
+
+        @Override
+        public long retryDelayNanos() {
+            long d = retryIn;
+            retryIn = -1;
+            return d;
+        }
+    }
+
+    /**
+     * One worker: a record of key 1 asks twice for a retry 300 ms later; meanwhile that worker
+     * runs key 2's records (it is not held), key 1's next record waits behind the retried one,
+     * and a drain waits for the record in backoff.
+     */
+    @Test
+    void aRetriedRecordFreesItsWorkerAndKeepsItsKeysOrder() {
+        try (ShardExecutor ex = new ShardExecutor("test", 1, 16, 16, 10_000)) {
+            ShardExecutor.ShardTask task = ex.register(0, 2, false);
+            List<String> ran = Collections.synchronizedList(new ArrayList<>());
+            long start = System.nanoTime();
+            Flaky flaky = new Flaky(2, 300, () -> ran.add("k1-a"));
+            submit(task, 0, 0, key(1), flaky);
+            submit(task, 0, 1, key(1), () -> ran.add("k1-b"));
+            for (int i = 0; i < 5; i++) {
+                int n = i;
+                submit(task, 0, 2 + i, key(2), () -> ran.add("k2-" + n));
+            }
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (ran.size() < 5 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+            assertThat(ran).as("key 2 ran while key 1 waited").startsWith("k2-0", "k2-1", "k2-2", "k2-3", "k2-4");
+            assertThat(elapsedMs).as("key 2 did not wait for key 1's backoff").isLessThan(300);
+            task.drain();
+            long drainedMs = (System.nanoTime() - start) / 1_000_000;
+            assertThat(drainedMs).as("the drain waited for both backoffs").isGreaterThanOrEqualTo(2 * 300);
+            assertThat(flaky.runs).hasValue(3);
+            assertThat(ran).endsWith("k1-a", "k1-b").hasSize(7);
+            SchedulerMetrics.Task m = ex.scheduler().metrics().task(0, 2);
+            assertThat(m.retries).isEqualTo(2);
+            assertThat(m.backoff).isZero();
+            assertThat(m.finished).isEqualTo(7);
+            task.close(false);
+            awaitFreeSlots(ex, 16);
         }
     }
 

@@ -4,6 +4,7 @@ import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.InlinePolicy;
+import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
@@ -54,6 +55,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private final InlinePolicy inline;
 
     private final int maxBacklog;
+    /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
+    final RetryPolicy retry;
     /** The ordered hand-back into the serial region; null if the task has none. */
     final SerialRegion serialRegion;
 
@@ -142,6 +145,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         this.context = task.processorContext;
         this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
         this.maxBacklog = instance.config.maxInflightPerTask();
+        this.retry = RetryPolicy.of(instance.config);
         if (classification.mode() == Classification.Mode.SPLIT) {
             Set<String> names = classification.serialNodes();
             Set<ProcessorNode<?, ?, ?, ?>> nodes = Collections.newSetFromMap(new IdentityHashMap<>());

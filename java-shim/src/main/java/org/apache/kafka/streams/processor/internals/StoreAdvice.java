@@ -46,6 +46,18 @@ public final class StoreAdvice {
     }
 
     /**
+     * The read-write decorators' put, putIfAbsent, putAll, delete and remove entry (the stores a
+     * processor gets from its context): the calling thread's record has had an effect, so a
+     * failure after this is not retried ({@link StreamShardRetry}).
+     */
+    public static final class Write {
+        @Advice.OnMethodEnter
+        static void enter() {
+            StreamShardFrames.wrote();
+        }
+    }
+
+    /**
      * InMemoryKeyValueStore.getKeyValueIterator, reverseAll and prefixScan exit: the store's
      * iterator reads the store's TreeMap on every hasNext/next without the store's lock, which a
      * concurrent put (a StreamThread or a worker) can corrupt mid-read: an entry comes back with a

@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.WorkerThread;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.streams.processor.api.Record;
@@ -36,6 +37,17 @@ public final class StreamShardFrames {
         final long streamTimeMs;
         /** Where forwards into the serial region are parked; null: run every forward directly. */
         final Parking parkOn;
+        /** The retry rule while the record may be retried; null: it never is (no retry, a serial part). */
+        RetryPolicy retry;
+        /** Which attempt of the record this is, 1 for the first. */
+        int attempt;
+        /**
+         * Whether the record has had an effect a retry would repeat: a state-store write, a
+         * forward to a sink, or a forward parked for the serial region.
+         */
+        boolean effect;
+        /** The wait before the next attempt that a retried failure asked for, ns; -1: none. */
+        long retryDelayNanos = -1;
 
         Frame(
                 Object context,
@@ -106,11 +118,26 @@ public final class StreamShardFrames {
      */
     public static boolean park(Object context, ProcessorNode<?, ?, ?, ?> child, Record<?, ?> record) {
         Frame f = of(context);
-        if (f == null || f.parkOn == null || !f.parkOn.parks(child)) {
+        if (f == null) {
             return false;
         }
+        if (f.parkOn == null || !f.parkOn.parks(child)) {
+            if (child instanceof SinkNode) {
+                f.effect = true; // a send to a topic
+            }
+            return false;
+        }
+        f.effect = true;
         f.parkOn.park(child, record, f);
         return true;
+    }
+
+    /** A state-store write by a processor (the store's read-write decorator): an effect of the calling thread's record. */
+    public static void wrote() {
+        Frame f = current();
+        if (f != null) {
+            f.effect = true;
+        }
     }
 
     public static ProcessorRecordContext readRecordContext(AbstractProcessorContext<?, ?> ctx) {

@@ -1,8 +1,11 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.SerialRegion;
+import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.RecordTotals;
 import java.util.ArrayList;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.api.Record;
@@ -14,7 +17,7 @@ import org.apache.kafka.streams.processor.api.Record;
  * by the serial runner in dequeue order ({@link #runSerialPart}), with the record context and
  * system time each forward had.
  */
-final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFrames.Parking {
+final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable, StreamShardFrames.Parking {
     private final ShardedTask owner;
     private final SourceNode<Object, Object> source;
     private final Object key;
@@ -35,6 +38,12 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
     private Headers lastCopy;
     private ProcessorRecordContext lastContext;
     private ProcessorRecordContext lastCaptured;
+    /** Attempts of the parallel part made so far (only counted with a retry policy). */
+    private int attempts;
+    /** The record's headers at its dequeue, for a retry to start from (only with a retry policy). */
+    private Header[] headersAtDequeue;
+    /** The wait the last attempt asked for before the next, ns; -1: none (it ended). */
+    private long retryDelayNanos = -1;
 
     /** A forward into the serial region, captured on a worker. */
     private static final class Parked {
@@ -72,28 +81,59 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
         this.streamTime = streamTime;
     }
 
-    /** On a worker: the parallel part, then this ticket's turn at the serial runner. */
+    /**
+     * On a worker: the parallel part, then this ticket's turn at the serial runner; or, if the
+     * parallel part failed in a way to retry, neither (see {@link #retryDelayNanos()}).
+     */
     @Override
     public void run() {
-        RecordTotals.ranOnWorker();
-        runParallelPart();
-        if (owner.serialRegion != null) {
+        if (attempts == 0) {
+            RecordTotals.ranOnWorker();
+        }
+        if (runParallelPart() && owner.serialRegion != null) {
             owner.serialRegion.finished(this);
         }
     }
 
-    private void runParallelPart() {
+    @Override
+    public long retryDelayNanos() {
+        long d = retryDelayNanos;
+        retryDelayNanos = -1;
+        return d;
+    }
+
+    /** Runs the parallel part; false if it is to run again after a backoff. */
+    private boolean runParallelPart() {
         boolean measured = owner.measureLatency();
         long started = measured || owner.timing() ? System.nanoTime() : 0;
-        StreamShardFrames.push(
-                new StreamShardFrames.Frame(owner.context, recordContext, source, wallClockTime, streamTime, this));
+        RetryPolicy retry = owner.retry;
+        ProcessorRecordContext rc = recordContext;
+        if (retry != null) {
+            // Each attempt starts from the headers the record had at its dequeue, whatever the
+            // failed one did to them.
+            if (attempts == 0) {
+                headersAtDequeue = rc.headers().toArray();
+            } else {
+                rc = StreamShardCompat.COMPAT.withHeaders(recordContext, new RecordHeaders(headersAtDequeue));
+            }
+            attempts++;
+        }
+        StreamShardFrames.Frame frame =
+                new StreamShardFrames.Frame(owner.context, rc, source, wallClockTime, streamTime, this);
+        frame.retry = retry;
+        frame.attempt = attempts;
+        StreamShardFrames.push(frame);
+        boolean again = false;
         try {
-            source.process(new Record<>(key, value, recordContext.timestamp(), recordContext.headers()));
+            source.process(new Record<>(key, value, rc.timestamp(), rc.headers()));
+        } catch (StreamShardRetry.RetryLater r) {
+            again = true;
+            retryDelayNanos = frame.retryDelayNanos;
         } catch (RuntimeException e) {
-            throw TaskFailures.asStock(e, owner.task.id(), source.name(), recordContext);
+            throw TaskFailures.asStock(e, owner.task.id(), source.name(), rc);
         } finally {
             StreamShardFrames.pop();
-            if (started != 0) {
+            if (started != 0 && !again) { // a record's latency is that of its last attempt
                 long took = System.nanoTime() - started;
                 if (owner.serialRegion != null) {
                     parallelNanos = took; // the whole record is timed once its serial part ran
@@ -103,6 +143,7 @@ final class Ticket extends SerialRegion.Entry implements Runnable, StreamShardFr
                 }
             }
         }
+        return !again;
     }
 
     @Override
