@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 # The integration tests that run again on the oldest and newest supported Kafka Streams.
-VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
+VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RetryIT,DeadLetterQueueIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
 OTHER_VERSIONS="3.9.2 4.4.0"
 
 its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams
@@ -58,6 +58,8 @@ mvn -B --no-transfer-progress verify
 step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the musl builds under musl's loader"
 bash tests/platforms/smoke.sh
 for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
+# The dead-letter queue's first version (4.2): its parity with stock, and retries beside it.
+its_on 4.2.2 "RetryIT,DeadLetterQueueIT"
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
 mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests
 step "Kafka Streams' own integration tests (conformance/ci-classes.txt) under the agent, hand-off forced on"

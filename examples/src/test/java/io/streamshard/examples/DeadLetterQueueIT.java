@@ -21,9 +21,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -55,9 +55,7 @@ class DeadLetterQueueIT {
     }
 
     private static boolean supported() {
-        String[] v = AppInfoParser.getVersion().split("\\.");
-        int major = Integer.parseInt(v[0]);
-        return major > 4 || major == 4 && Integer.parseInt(v[1]) >= 2;
+        return StreamsConfig.configDef().names().contains("errors.dead.letter.queue.topic.name");
     }
 
     private static String check(String v) {
