@@ -98,6 +98,15 @@ def scenarios(quick):
                  note="Each record is one word (its key), so every count is checked against the input."),
         Scenario("wordcount-eos", "Word-count style, exactly-once v2", "none", 4, 10000, "uniform", 8,
                  n(200000, 2000), [] if quick else ["stock", "streamshard"], shape="wordcount", guarantee="eos"),
+        # A flaky service: the 5 ms call fails its first attempt for 10% of the records (issue 24).
+        # stock and streamshard retry in the lambda (sleeping 100 ms between calls), streamshard-retry
+        # has a plain lambda and streamshard.retry.* (3 attempts, 100 ms backoff).
+        Scenario("flaky", "Flaky service: 5 ms call failing its first attempt for 10% of the records, "
+                 "4 partitions, 10,000 uniform keys, 64 workers", "sleep:5000", 4, 10000, "uniform", 64,
+                 n(40000, 400), ["stock", "streamshard", "streamshard-retry"], shape="flaky-loop",
+                 stock_records=n(2000, 200),
+                 note="Stock runs 2,000 of the records. The retry in the lambda sleeps 100 ms; "
+                 "streamshard-retry waits 80-100 ms on the key's lane without holding a worker."),
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
     ]
@@ -149,8 +158,14 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     threads = s.partitions if engine == "stock-4t" else 1
     if s.commit_ms or quick:
         java.append(f"-Dbench.commit.interval.ms={commit_ms(s, quick)}")
+    shape = s.shape
+    if engine == "streamshard-retry":
+        # The plain lambda; the agent retries (the loop's 100 ms as its backoff, at most 3 attempts).
+        shape = shape.replace("-loop", "")
+        java += ["-Dbench.set.streamshard.retry.max.attempts=3", "-Dbench.set.streamshard.retry.backoff.ms=100",
+                 "-Dbench.set.streamshard.retry.backoff.max.ms=100"]
     return java + agent + ["-cp", classpath("apps"), "io.streamshard.bench.BenchApp", BROKERS, run, inp, out,
-                           counts or "-", s.work, s.guarantee, str(threads), str(workers), s.shape]
+                           counts or "-", s.work, s.guarantee, str(threads), str(workers), shape]
 
 
 class Sampler(threading.Thread):
@@ -227,7 +242,7 @@ def run_one(s, engine, workers, out_dir, quick):
     records = s.stock_records if engine.startswith("stock") and s.stock_records else s.records
     run = f"bench-{s.name}-{engine.replace('+', '-')}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
-    counts = run + "-counts" if (s.counts or s.shape != "copy") and engine != "pc" else None
+    counts = run + "-counts" if (s.counts or s.shape not in ("copy", "flaky-loop")) and engine != "pc" else None
     load("create", "--topic", inp, "--partitions", s.partitions)
     if s.shape == "join":
         # The table: one record for about two thirds of the keys (uniform draws), before the input.
@@ -370,8 +385,9 @@ def chart(results, scns, path):
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.5))
     main = [s for s in scns if not s.sweep]
-    engines = ["stock", "stock-4t", "streamshard", "pc"]
-    colors = {"stock": "#888888", "stock-4t": "#bbbbbb", "streamshard": "#1f77b4", "pc": "#ff7f0e"}
+    engines = ["stock", "stock-4t", "streamshard", "streamshard-retry", "pc"]
+    colors = {"stock": "#888888", "stock-4t": "#bbbbbb", "streamshard": "#1f77b4", "streamshard-retry": "#2ca02c",
+              "pc": "#ff7f0e"}
     width = 0.2
     for i, e in enumerate(engines):
         xs, ys = [], []
@@ -477,7 +493,7 @@ def main():
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
-        engines = ["stock", "stock-4t", "streamshard", "streamshard+status", "pc"]
+        engines = ["stock", "stock-4t", "streamshard", "streamshard-retry", "streamshard+status", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),
                                                         r["workers"]))
         ran = {r["scenario"] for r in results}

@@ -4,6 +4,8 @@ import io.streamshard.examples.Work;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -31,12 +33,16 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *       the windowed count is the task's serial region;
  *   <li>{@code wordcount}: {@code flatMapValues} (one "word" per record, its key, so every count can be
  *       checked), to the output, and {@code groupBy} the word (a repartition topic) then {@code count}
- *       into the counts topic.
+ *       into the counts topic;
+ *   <li>{@code flaky}, {@code flaky-loop}: {@code copy}, where the work is a call to a flaky service
+ *       that fails its first call for one record in ten: {@code flaky} lets the failure out (for
+ *       {@code streamshard.retry.*}), {@code flaky-loop} retries in the lambda, sleeping 100 ms
+ *       between calls.
  * </ul>
  *
  * <pre>
  * BenchApp &lt;bootstrap&gt; &lt;application-id&gt; &lt;input&gt; &lt;output&gt; &lt;counts topic or -&gt;
- *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window|wordcount]
+ *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window|wordcount|flaky|flaky-loop]
  * </pre>
  *
  * The system property {@code bench.commit.interval.ms} overrides {@code commit.interval.ms}. Runs
@@ -45,15 +51,46 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 public final class BenchApp {
     private BenchApp() {}
 
+    /** The flaky service's first failures, by record value (each fails once). */
+    private static final Set<String> FAILED_ONCE = ConcurrentHashMap.newKeySet();
+
+    /** What a retry loop in the lambda waits between calls ({@code flaky-loop}), ms. */
+    static final long LOOP_BACKOFF_MS = 100;
+
+    /**
+     * The flaky service: the call ({@code work}), then for one record in ten (decided by its value,
+     * so every run fails the same records) a failure the first time it is called for that record.
+     */
+    static void callFlaky(Work work, String v) {
+        work.run();
+        if (Math.floorMod(v.hashCode(), 10) == 0 && FAILED_ONCE.add(v)) {
+            throw new IllegalStateException("503 Service Unavailable (first call for this record)");
+        }
+    }
+
     public static Topology topology(String shape, String input, String output, String counts, Work work) {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> in = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
         KStream<String, String> worked = in.mapValues(v -> {
-            work.run();
+            switch (shape) {
+                case "flaky" -> callFlaky(work, v); // streamshard.retry.* retries it
+                case "flaky-loop" -> {
+                    // What users write without retries: a loop in the lambda, sleeping between calls.
+                    while (true) {
+                        try {
+                            callFlaky(work, v);
+                            break;
+                        } catch (IllegalStateException e) {
+                            Work.parse("sleep:" + LOOP_BACKOFF_MS * 1000).run();
+                        }
+                    }
+                }
+                default -> work.run();
+            }
             return v;
         });
         switch (shape) {
-            case "copy" -> {
+            case "copy", "flaky", "flaky-loop" -> {
                 worked.to(output, Produced.with(Serdes.String(), Serdes.String()));
                 if (counts != null) {
                     countInto(in, counts);
