@@ -2,6 +2,8 @@ package io.streamshard.examples;
 
 import java.util.List;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -51,7 +53,11 @@ public final class EnrichmentApp {
         KStream<String, String> orders = b.stream(INPUT + suffix, Consumed.with(Serdes.String(), Serdes.String()));
         KTable<String, String> customers = b.table(
                 CUSTOMERS + suffix, Consumed.with(Serdes.String(), Serdes.String()), Materialized.as("customers"));
-        KStream<String, String> enriched = orders.mapValues((key, value) -> value + "," + remoteScore(key, callMillis))
+        KStream<String, String> enriched = orders.mapValues((key, value) -> {
+                    String score = remoteScore(key, callMillis);
+                    failFirstCall(value);
+                    return value + "," + score;
+                })
                 .leftJoin(customers, (order, tier) -> order + "," + (tier == null ? "new" : tier));
         enriched.to(ENRICHED + suffix, Produced.with(Serdes.String(), Serdes.String()));
         enriched.groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
@@ -66,6 +72,18 @@ public final class EnrichmentApp {
                 .toStream()
                 .to(TOTALS + suffix, Produced.with(Serdes.String(), Serdes.Long()));
         return b.build();
+    }
+
+    /** Tests: one record in this many (by its value) fails its first call in this JVM; 0: none. */
+    private static final int FLAKY_ONE_IN = Integer.getInteger("streamshard.it.flaky.one.in", 0);
+
+    private static final Set<String> FAILED_ONCE = ConcurrentHashMap.newKeySet();
+
+    /** The flaky service of the crash test with retries ({@code -Dstreamshard.it.flaky.one.in=N}). */
+    private static void failFirstCall(String value) {
+        if (FLAKY_ONE_IN > 0 && Math.floorMod(value.hashCode(), FLAKY_ONE_IN) == 0 && FAILED_ONCE.add(value)) {
+            throw new IllegalStateException("503 Service Unavailable (first call for this record)");
+        }
     }
 
     /** Stands for a call to another service: blocks, then answers from the key. */
