@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -31,6 +32,7 @@ import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.ContextualProcessor;
 import org.apache.kafka.streams.processor.api.Record;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -181,5 +183,51 @@ class DeadLetterQueueIT {
                 .contains("origin=producer-");
         assertThat(dlqs.get("streamshard")).isEqualTo(dlqs.get("stock"));
         assertThat(dropped.get("streamshard")).isEqualTo(dropped.get("stock"));
+    }
+
+    /**
+     * A send refused by the producer on a worker (a 16 KB output over a 4 KB
+     * {@code max.request.size}): the default production exception handler puts the source record
+     * in the dead-letter queue and fails the thread, as in stock. At-least-once (under
+     * exactly-once the dead letter is aborted with the failed transaction, in both).
+     */
+    @Test
+    void aRefusedSendOnAWorkerGoesToTheDeadLetterQueueAsInStock() throws Exception {
+        assumeTrue(supported(), "the dead-letter queue is Kafka Streams 4.2+");
+        String suffix = Inputs.suffix("dlq-send");
+        String in = "dlq-in" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 1, List.of(in));
+        Inputs.produce(BOOTSTRAP, 300, i -> new ProducerRecord<>(in, 0, "k" + (i % 20), i == 120 ? "big" : "v" + i));
+        Map<String, List<String>> dlqs = new HashMap<>();
+        for (String run : List.of("stock", "streamshard")) {
+            String out = "dlq-out" + suffix + "-" + run;
+            String dlq = "dlq-dlq" + suffix + "-" + run;
+            OrderProducer.createTopics(BOOTSTRAP, 1, List.of(out, dlq));
+            StreamsBuilder b = new StreamsBuilder();
+            b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
+                    .mapValues(v -> v.equals("big") ? "x".repeat(16 * 1024) : v)
+                    .to(out, Produced.with(Serdes.String(), Serdes.String()));
+            Properties p = EnrichmentApp.config(BOOTSTRAP, "dlq" + suffix + "-" + run);
+            p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
+            p.put(StreamsConfig.producerPrefix("max.request.size"), 4096);
+            p.put("errors.dead.letter.queue.topic.name", dlq);
+            p.put("streamshard.enabled", Boolean.toString(run.equals("streamshard")));
+            p.put("streamshard.inline.below.us", "0");
+            Throwable root;
+            try (KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+                root = Inputs.runUntilError(streams, Duration.ofMinutes(2), () -> {});
+            }
+            assertThat(Inputs.causedBy(root, c -> c instanceof RecordTooLargeException))
+                    .as("%s: the refused send in %s", run, root)
+                    .isTrue();
+            List<String> records = new ArrayList<>();
+            for (ConsumerRecord<String, byte[]> r : Demo.readAll(BOOTSTRAP, dlq, new ByteArrayDeserializer())) {
+                records.add(describe(r));
+            }
+            dlqs.put(run, records);
+        }
+        assertThat(dlqs.get("stock")).as("stock's dead letter").hasSize(1);
+        assertThat(dlqs.get("stock").get(0)).contains("value=big", "RecordTooLargeException");
+        assertThat(dlqs.get("streamshard")).isEqualTo(dlqs.get("stock"));
     }
 }

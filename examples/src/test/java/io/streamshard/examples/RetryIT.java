@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -358,5 +359,47 @@ class RetryIT {
         List<String> out = output(t[1]);
         assertThat(out).hasSize(52).contains("slow", "slow-2");
         assertThat(out.get(out.size() - 1)).isEqualTo("slow-2");
+    }
+
+    /**
+     * A rebalance while a record waits for its retry (two waits of 2.4-3 s): a second instance joins, the first one's
+     * revoked tasks drain first (the waiting record finishes there, after its three calls) and
+     * commit; every record is in the output, and the slow one once.
+     */
+    @Test
+    void aRebalanceWaitsForARecordInBackoff() throws Exception {
+        String[] t = topics("rebalance", 4);
+        Inputs.produce(BOOTSTRAP, 1, i -> new ProducerRecord<>(t[0], "slow", "slow"));
+        produceKeyed(t[0], 400, 40);
+        Consumer<KStream<String, String>> body = s -> s.mapValues(v -> call(v, v.equals("slow") ? 2 : 0))
+                .to(t[1], Produced.with(Serdes.String(), Serdes.String()));
+        Map<String, String> settings = Map.of(
+                "streamshard.retry.backoff.ms", "3000",
+                "streamshard.retry.backoff.max.ms", "3000",
+                "streamshard.workers", "4");
+        try (KafkaStreams first = app(t, body, settings)) {
+            first.start();
+            long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+            while (callsOf("slow") < 1) {
+                assertThat(System.nanoTime()).as("the slow record's first call").isLessThan(deadline);
+                Thread.sleep(10);
+            }
+            try (KafkaStreams second = app(t, body, settings)) {
+                second.start();
+                Demo.waitForCommitted(
+                        BOOTSTRAP,
+                        t[2],
+                        t[0],
+                        401,
+                        Duration.ofMinutes(2),
+                        () -> assertThat(List.of(first.state(), second.state()))
+                                .doesNotContain(KafkaStreams.State.ERROR));
+            }
+        }
+        assertThat(callsOf("slow")).as("ran to its end where it started").isEqualTo(3);
+        List<String> out = output(t[1]);
+        assertThat(out).contains("slow").hasSizeGreaterThanOrEqualTo(401);
+        assertThat(out.stream().filter(v -> v.equals("slow")).count()).isEqualTo(1);
+        assertThat(new HashSet<>(out)).as("every input record").hasSize(401);
     }
 }
