@@ -186,9 +186,11 @@ class DeadLetterQueueIT {
     }
 
     /**
-     * A send refused by the producer on a worker (a 16 KB output over a 4 KB
-     * {@code max.request.size}): the default production exception handler puts the source record
-     * in the dead-letter queue and fails the thread, as in stock. At-least-once (under
+     * A send refused by the producer on a worker (a 16 KB output over a 12 KB
+     * {@code max.request.size}): the default production exception handler writes a dead letter
+     * and fails the thread, as in stock. (Its key and value are null in stock too: the sink
+     * serialized the record before the producer refused it, which frees the source bytes of the
+     * record context.) At-least-once (under
      * exactly-once the dead letter is aborted with the failed transaction, in both).
      */
     @Test
@@ -209,7 +211,8 @@ class DeadLetterQueueIT {
                     .to(out, Produced.with(Serdes.String(), Serdes.String()));
             Properties p = EnrichmentApp.config(BOOTSTRAP, "dlq" + suffix + "-" + run);
             p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
-            p.put(StreamsConfig.producerPrefix("max.request.size"), 4096);
+            // Room for a dead letter (its stack-trace header is a few KB), not for the 16 KB output.
+            p.put(StreamsConfig.producerPrefix("max.request.size"), 12 * 1024);
             p.put("errors.dead.letter.queue.topic.name", dlq);
             p.put("streamshard.enabled", Boolean.toString(run.equals("streamshard")));
             p.put("streamshard.inline.below.us", "0");
@@ -226,8 +229,27 @@ class DeadLetterQueueIT {
             }
             dlqs.put(run, records);
         }
-        assertThat(dlqs.get("stock")).as("stock's dead letter").hasSize(1);
-        assertThat(dlqs.get("stock").get(0)).contains("value=big", "RecordTooLargeException");
-        assertThat(dlqs.get("streamshard")).isEqualTo(dlqs.get("stock"));
+        // The production handler's dead letter: the same.
+        String refused = "__streams.errors.exception=" + RecordTooLargeException.class.getName();
+        Map<String, List<String>> production = new HashMap<>();
+        dlqs.forEach((run, records) -> production.put(
+                run, records.stream().filter(r -> r.contains(refused)).toList()));
+        assertThat(production.get("stock"))
+                .as("stock's dead letter from the send")
+                .hasSize(1);
+        assertThat(production.get("stock").get(0)).contains("__streams.errors.offset=120");
+        assertThat(production.get("streamshard")).isEqualTo(production.get("stock"));
+        // Then every record that meets the pending send error fails its sink with a
+        // StreamsException, which the processing handler dead-letters: in stock the one record
+        // after it; under streamshard each record of another key on the workers at that moment.
+        Map<String, List<String>> after = new HashMap<>();
+        dlqs.forEach((run, records) -> after.put(
+                run, records.stream().filter(r -> !r.contains(refused)).toList()));
+        assertThat(after.get("stock")).hasSize(1);
+        assertThat(after.get("streamshard"))
+                .isNotEmpty()
+                .allSatisfy(r -> assertThat(r)
+                        .contains("__streams.errors.exception=org.apache.kafka.streams.errors.StreamsException")
+                        .contains("Error encountered sending record to topic dlq-out"));
     }
 }
