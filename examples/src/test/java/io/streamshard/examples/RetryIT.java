@@ -402,4 +402,47 @@ class RetryIT {
         assertThat(out.stream().filter(v -> v.equals("slow")).count()).isEqualTo(1);
         assertThat(new HashSet<>(out)).as("every input record").hasSize(401);
     }
+
+    /**
+     * A task with a serial region: a parallel mapValues whose call fails every tenth record twice,
+     * then a Processor API processor (serial region) that notes the offsets it sees. The serial
+     * region still sees each partition's records in dequeue (offset) order, each once: a record
+     * waiting for its retry holds the records behind it there.
+     */
+    @Test
+    void theSerialRegionStillSeesDequeueOrder() throws Exception {
+        final int records = 1_000;
+        String[] t = topics("serial", 2);
+        produceKeyed(t[0], records, 40);
+        Map<Integer, List<Long>> seen = new ConcurrentHashMap<>();
+        try (KafkaStreams streams = app(
+                t,
+                s -> s.mapValues(v -> call(v, failsOf(v, 2)))
+                        .process(
+                                () -> new ContextualProcessor<String, String, String, String>() {
+                                    @Override
+                                    public void process(Record<String, String> r) {
+                                        var rc = context().recordMetadata().orElseThrow();
+                                        seen.computeIfAbsent(rc.partition(), k -> new ArrayList<>())
+                                                .add(rc.offset());
+                                        context().forward(r);
+                                    }
+                                },
+                                Named.as("serial-note"))
+                        .to(t[1], Produced.with(Serdes.String(), Serdes.String())),
+                Map.of())) {
+            runUntilCommitted(streams, t, t[2], records);
+            assertThat(StreamShard.explain(streams))
+                    .allSatisfy((task, d) -> assertThat(d).isEqualTo("parallel, serial region: serial-note"));
+        }
+        int total = 0;
+        for (List<Long> offsets : seen.values()) {
+            List<Long> sorted = new ArrayList<>(offsets);
+            sorted.sort(null);
+            assertThat(offsets).as("dequeue order, each once").isEqualTo(sorted).doesNotHaveDuplicates();
+            total += offsets.size();
+        }
+        assertThat(total).isEqualTo(records);
+        assertThat(output(t[1])).hasSize(records);
+    }
 }
