@@ -668,8 +668,8 @@ final class CoverageCatalog {
                 .allParallel()
                 .build());
 
-        // 10. Foreign-key join: serial; the left table's store is shared with the FK response
-        // resolver, so the left table source and the slow mapValues under it are serial too.
+        // 10. Foreign-key join: parallel on both sides, and so is the slow step above it (the FK
+        // response resolver reads the left table under the primary key, the same lane).
         all.add(new CaseBuilder("c10", "KTable(slow mapValues) FK-join KTable")
                 .feed(Feed.of("c10-products", 120, 50).keys(i -> "p" + (i % 50)).timestamps(-100_000, 10))
                 .feed(Feed.of("c10-orders", 1600, 400))
@@ -693,9 +693,15 @@ final class CoverageCatalog {
                 .out("c10-out", FINAL)
                 .store("c10-fk-store", StoreKind.KV)
                 .store("c10-orders-store", StoreKind.KV)
-                .prefix("c10-fk", false)
-                .serial("c10-slow", "c10-stream")
+                .prefix("c10-fk", true)
+                .parallel("c10-slow", "c10-stream")
+                .allParallel()
                 .build());
+
+        // 14, 15. FK left join whose left rows move between foreign keys, are deleted, or have none;
+        // the right table updated and with tombstones; then a groupBy + count. Skewed, then uniform keys.
+        all.add(foreignKeyCase("c14", 0.8));
+        all.add(foreignKeyCase("c15", 0.0));
 
         // 11. Key change + repartition, then aggregates: parallel.
         all.add(new CaseBuilder("c11", "slow mapValues -> groupBy(new key) -> count; KTable groupBy -> aggregate")
@@ -800,6 +806,60 @@ final class CoverageCatalog {
                 .build());
 
         return all;
+    }
+
+    /**
+     * {@code orders} (a table whose rows change foreign key, one in 13 deleted, one in 11 without a
+     * foreign key, some pointing at no product) left-joined by foreign key with {@code products}
+     * (updated, one in 9 deleted), then counted per product. Stock's intermediate results depend
+     * on how the subscription and response topics interleave, so the outputs compare as final
+     * tables; {@code ForeignKeyJoinIT} checks the per-key order.
+     */
+    static Case foreignKeyCase(String id, double skew) {
+        return new CaseBuilder(
+                        id,
+                        "KTable(slow mapValues) FK-leftJoin KTable (moves, deletes, no FK) -> groupBy count"
+                                + (skew == 0 ? ", uniform keys" : ", skewed keys"))
+                .feed(Feed.of(id + "-products", 300, 40)
+                        .keys(i -> "p" + (i % 40))
+                        .timestamps(-100_000, 10))
+                .feed(Feed.of(id + "-orders", 2000, 300).skew(skew))
+                .topology(n -> {
+                    StreamsBuilder b = new StreamsBuilder();
+                    KTable<String, String> products = table(b, n, id + "-products", id + "-products-store")
+                            .mapValues(v -> Feeds.n(v) % 9 == 0 ? null : v, Named.as(id + "-products-del"));
+                    KTable<String, String> joined = table(b, n, id + "-orders", id + "-orders-store")
+                            .mapValues(v -> Feeds.n(v) % 13 == 0 ? null : n.slowly(v), Named.as(id + "-slow"))
+                            .leftJoin(
+                                    products,
+                                    v -> Feeds.n(v) % 11 == 0 ? null : "p" + (Feeds.n(v) % 45),
+                                    (o, p) -> o + "|" + p,
+                                    TableJoined.as(id + "-fk"),
+                                    Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(id + "-fk-store")
+                                            .withKeySerde(S)
+                                            .withValueSerde(S));
+                    joined.toStream(Named.as(id + "-stream")).to(n.out(id + "-out"), produced(id + "-out"));
+                    joined.groupBy(
+                                    (k, v) -> KeyValue.pair(v.substring(v.indexOf('|') + 1), v),
+                                    Grouped.with(id + "-by-product", S, S))
+                            .count(
+                                    Named.as(id + "-count"),
+                                    Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as(id + "-counts")
+                                            .withKeySerde(S)
+                                            .withValueSerde(L))
+                            .toStream(Named.as(id + "-count-stream"))
+                            .to(n.out(id + "-counts"), Produced.with(S, L).withName(id + "-counts-sink"));
+                    return b.build();
+                })
+                .out(id + "-out", FINAL)
+                .outLong(id + "-counts", FINAL)
+                .store(id + "-fk-store", StoreKind.KV)
+                .store(id + "-counts", StoreKind.KV)
+                .store(id + "-orders-store", StoreKind.KV)
+                .prefix(id + "-fk", true)
+                .parallel(id + "-slow", id + "-products-del", id + "-stream", id + "-count")
+                .allParallel()
+                .build();
     }
 
     static Case byId(String id) {

@@ -58,6 +58,11 @@ public final class StreamShardAgent {
     static final String RETRY = P + "StreamShardRetry";
     /** The class whose calls of its processor go through {@link #RETRY} (a member substitution). */
     static final String PROCESSOR_NODE = P + "ProcessorNode";
+    /** The foreign-key join's per-record memo, kept per thread (StreamShardForeignKeys). */
+    static final String FK_MEMO = P + "StreamShardForeignKeys";
+    /** The class whose {@code recordHash} field goes through {@link #FK_MEMO}. */
+    static final String FK_SEND =
+            "org.apache.kafka.streams.kstream.internals.foreignkeyjoin.SubscriptionSendProcessorSupplier$UnbindChangeProcessor";
 
     private static final String API = "org.apache.kafka.streams.processor.api.";
     /** Minor versions the test suite runs on; another whose checks all pass installs with a WARN. */
@@ -174,6 +179,7 @@ public final class StreamShardAgent {
         HOOKS.forEach(h -> types.add(h.type()));
         types.addAll(FRAMED_TYPES);
         types.add(PROCESSOR_NODE);
+        types.add(FK_SEND);
         // The transformer never looks at ByteBuddy's or the agent's own classes: loading one while
         // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
@@ -366,6 +372,7 @@ public final class StreamShardAgent {
         FRAMED_TYPES.forEach(
                 t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
         byType.computeIfAbsent(PROCESSOR_NODE, k -> new ArrayList<>()).add(retrySubstitution(pool));
+        byType.computeIfAbsent(FK_SEND, k -> new ArrayList<>()).add(foreignKeyMemoSubstitution(pool));
         return byType;
     }
 
@@ -408,21 +415,25 @@ public final class StreamShardAgent {
 
     /** Reads and writes of the per-thread context fields, routed through the frames. */
     static AsmVisitorWrapper frameSubstitution(TypePool pool) {
-        TypeDescription frames = pool.describe(FRAMES).resolve();
-        return MemberSubstitution.relaxed()
-                .field(named("recordContext"))
-                .onRead()
-                .replaceWith(helper(frames, "readRecordContext"))
-                .field(named("recordContext"))
-                .onWrite()
-                .replaceWith(helper(frames, "writeRecordContext"))
-                .field(named("currentNode"))
-                .onRead()
-                .replaceWith(helper(frames, "readCurrentNode"))
-                .field(named("currentNode"))
-                .onWrite()
-                .replaceWith(helper(frames, "writeCurrentNode"))
-                .on(ElementMatchers.any());
+        return fieldsThrough(
+                pool.describe(FRAMES).resolve(), "recordContext", "RecordContext", "currentNode", "CurrentNode");
+    }
+
+    /**
+     * Every read and write of each named field (pairs: the field, and the suffix of its helpers
+     * {@code read<Suffix>}/{@code write<Suffix>} in {@code helpers}) goes through those helpers.
+     */
+    private static AsmVisitorWrapper fieldsThrough(TypeDescription helpers, String... fieldAndSuffix) {
+        MemberSubstitution s = MemberSubstitution.relaxed();
+        for (int i = 0; i < fieldAndSuffix.length; i += 2) {
+            s = s.field(named(fieldAndSuffix[i]))
+                    .onRead()
+                    .replaceWith(helper(helpers, "read" + fieldAndSuffix[i + 1]))
+                    .field(named(fieldAndSuffix[i]))
+                    .onWrite()
+                    .replaceWith(helper(helpers, "write" + fieldAndSuffix[i + 1]));
+        }
+        return s.on(ElementMatchers.any());
     }
 
     /**
@@ -438,6 +449,15 @@ public final class StreamShardAgent {
                 .method(named("process").and(isDeclaredBy(named(API + "FixedKeyProcessor"))))
                 .replaceWith(processHelper(retry, API + "FixedKeyProcessor"))
                 .on(named("process").and(takesArguments(1)));
+    }
+
+    /**
+     * The foreign-key join's {@code recordHash} memo: every read and write inside
+     * {@link #FK_SEND} goes to a slot of the calling thread ({@link #FK_MEMO}), so records of
+     * different keys running at once never see each other's hash.
+     */
+    static AsmVisitorWrapper foreignKeyMemoSubstitution(TypePool pool) {
+        return fieldsThrough(pool.describe(FK_MEMO).resolve(), "recordHash", "RecordHash");
     }
 
     private static MethodDescription processHelper(TypeDescription retry, String processorType) {
@@ -495,6 +515,14 @@ public final class StreamShardAgent {
             if (describe(pool, t) == null) {
                 problems.add("class " + t + " not found");
             }
+        }
+        TypeDescription send = describe(pool, FK_SEND);
+        FieldDescription hash = send == null ? null : findField(send, "recordHash");
+        if (hash == null
+                || hash.isStatic()
+                || !hash.getType().asErasure().getName().equals("[J")) {
+            problems.add("field " + FK_SEND.substring(FK_SEND.lastIndexOf('.') + 1)
+                    + ".recordHash not found as a long[] instance field");
         }
         return problems;
     }

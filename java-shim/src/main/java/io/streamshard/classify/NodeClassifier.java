@@ -59,6 +59,27 @@ public final class NodeClassifier {
             "KTableKTableRightJoin",
             "KTableKTableJoinMerger");
 
+    private static final String FK = DSL + "foreignkeyjoin.";
+
+    /**
+     * The foreign-key join's processors (exact class names, the same in 3.9 to 4.4). Each reads and
+     * writes state only under its record's key, or under a store key whose prefix is that key's
+     * bytes; which inputs share their stores is checked by the key-format rule like any other
+     * join's. The subscription sender's per-record memo is kept per thread by the agent
+     * (StreamShardForeignKeys). Why, line by line: docs/parallel-safety.md.
+     */
+    private static final Set<String> SAFE_FK = Set.of(
+            // left side, under the primary key: forwards subscriptions, no store
+            "SubscriptionSendProcessorSupplier$UnbindChangeProcessor",
+            // right side, under the foreign key: the subscription store under CombinedKey(FK, PK)
+            "SubscriptionReceiveProcessorSupplier$1",
+            // right side: reads the foreign table under the foreign key
+            "SubscriptionJoinProcessorSupplier$1",
+            // right side: a foreign-table update scans the subscription store for its FK prefix
+            "ForeignTableJoinProcessorSupplier$KTableKTableJoinProcessor",
+            // left side again: reads the left table under the primary key
+            "ResponseJoinProcessorSupplier$1");
+
     /** DSL processors that must stay serial, with the reason shown to the user. */
     private static final Map<String, String> SERIAL_DSL = Map.ofEntries(
             Map.entry("KStreamKStreamJoin", "stream-stream join (window stores, shared stream time)"),
@@ -275,8 +296,10 @@ public final class NodeClassifier {
         if (c.equals(FOREACH_3X)) {
             return null;
         }
-        if (c.startsWith(DSL + "foreignkeyjoin.")) {
-            return "foreign-key join (state under the foreign key, not the record's key)";
+        if (c.startsWith(FK)) {
+            return SAFE_FK.contains(c.substring(FK.length()))
+                    ? null
+                    : "foreign-key join processor " + c.substring(FK.length()) + " is not known to be parallel-safe";
         }
         if (c.startsWith(DSL + "suppress.")) {
             return "suppress (time-ordered buffer, observed stream time)";

@@ -221,33 +221,188 @@ class TopologyInspectorTest {
                 .allSatisfy((n, d) -> assertThat(d.parallel()).as(n).isFalse());
     }
 
-    @Test
-    void foreignKeyJoinIsSerialAndSoAreTheTablesItReads() throws Exception {
-        StreamsBuilder b = new StreamsBuilder();
-        KTable<String, String> orders = b.table("orders", STRINGS, Materialized.as("orders-store"));
-        KTable<String, String> customers = b.table("customers", STRINGS, Materialized.as("customers-store"));
-        orders.join(customers, v -> v.split(",")[0], (o, c) -> o + c).toStream().to("out");
-        Topology t = b.build();
-        Map<Integer, Set<String>> groups = internal(t).nodeGroups();
-        boolean fkSeen = false;
-        for (int id : groups.keySet()) {
-            Classification c = classify(t, id);
-            for (var e : c.nodes().entrySet()) {
-                if (!e.getValue().parallel() && e.getValue().reason().startsWith("foreign-key join")) {
-                    fkSeen = true;
+    /** The FK join's processors by their node names under {@code TableJoined.as(name)}, with their classes. */
+    private static final Map<String, String> FK_NODES = Map.of(
+            "-subscription-registration-processor", "SubscriptionSendProcessorSupplier$UnbindChangeProcessor",
+            "-subscription-receive", "SubscriptionReceiveProcessorSupplier$1",
+            "-subscription-join-foreign", "SubscriptionJoinProcessorSupplier$1",
+            "-foreign-join-subscription", "ForeignTableJoinProcessorSupplier$KTableKTableJoinProcessor",
+            "-subscription-response-resolver", "ResponseJoinProcessorSupplier$1");
+
+    /** Every node of every sub-topology of {@code t}: its decision. */
+    private static Map<String, io.streamshard.classify.NodeDecision> allNodes(Topology t) throws Exception {
+        Map<String, io.streamshard.classify.NodeDecision> all = new java.util.TreeMap<>();
+        for (int id : internal(t).nodeGroups().keySet()) {
+            all.putAll(classify(t, id).nodes());
+        }
+        return all;
+    }
+
+    /** The processor class of each node of {@code t} (sources and sinks have none). */
+    private static Map<String, String> processorClasses(Topology t) throws Exception {
+        Map<String, String> out = new java.util.TreeMap<>();
+        InternalTopologyBuilder builder = internal(t);
+        for (int id : builder.nodeGroups().keySet()) {
+            for (var n : TopologyInspector.nodes(builder.buildSubtopology(id), null)) {
+                if (n.processorClass() != null) {
+                    out.put(n.name(), n.processorClass());
                 }
             }
-            // Any node sharing a store with a serial node is serial too.
-            c.nodes().forEach((n, d) -> {
-                if (d.parallel()) {
-                    assertThat(d.reason()).isNull();
-                }
-            });
         }
-        assertThat(fkSeen).isTrue();
-        Classification first = classify(t, 0);
-        assertThat(first.nodes().values())
-                .anySatisfy(d -> assertThat(String.valueOf(d.reason())).startsWith("shares store"));
+        return out;
+    }
+
+    /** {@code orders} joined with {@code products} by foreign key (TableJoined "fk"), to "out". */
+    private static <KO> void joinByForeignKey(
+            KTable<String, String> orders,
+            KTable<KO, String> products,
+            java.util.function.Function<String, KO> foreignKey) {
+        orders.join(products, foreignKey, (o, p) -> o + p, org.apache.kafka.streams.kstream.TableJoined.as("fk"))
+                .toStream()
+                .to("out");
+    }
+
+    @Test
+    void foreignKeyJoinRunsParallelWithTheSlowStepAboveIt() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS, Materialized.as("orders-store"));
+        KTable<String, String> products = b.table("products", STRINGS, Materialized.as("products-store"));
+        orders.mapValues(v -> v + "!", Named.as("slow"))
+                .join(
+                        products,
+                        v -> v.split(",")[0],
+                        (o, p) -> o + p,
+                        org.apache.kafka.streams.kstream.TableJoined.as("fk"),
+                        Materialized.as("fk-store"))
+                .groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v), Grouped.as("regroup"))
+                .count(Named.as("count"), Materialized.as("counts"))
+                .toStream()
+                .to("out");
+        Topology t = b.build();
+        for (int id : internal(t).nodeGroups().keySet()) {
+            Classification c = classify(t, id);
+            assertThat(c.mode()).as("sub-topology %d: %s", id, c.nodes()).isEqualTo(Mode.PARALLEL);
+        }
+        // (after classify: it completes the topology's optimization)
+        Map<String, String> classes = processorClasses(t);
+        FK_NODES.forEach((suffix, cls) -> assertThat(classes.get("fk" + suffix))
+                .as("fk" + suffix)
+                .isEqualTo("org.apache.kafka.streams.kstream.internals.foreignkeyjoin." + cls));
+        Map<String, io.streamshard.classify.NodeDecision> all = allNodes(t);
+        assertThat(all.get("slow").parallel()).isTrue();
+        assertThat(all.get("fk-result").parallel()).isTrue();
+        FK_NODES.keySet()
+                .forEach(s ->
+                        assertThat(all.get("fk" + s).parallel()).as("fk" + s).isTrue());
+    }
+
+    @Test
+    void foreignKeyLeftJoinRunsParallel() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS);
+        KTable<String, String> products = b.table("products", STRINGS);
+        orders.leftJoin(
+                        products,
+                        v -> v.isEmpty() ? null : v.split(",")[0],
+                        (o, p) -> o + p,
+                        org.apache.kafka.streams.kstream.TableJoined.as("fk"))
+                .toStream()
+                .to("out");
+        Topology t = b.build();
+        Map<String, io.streamshard.classify.NodeDecision> all = allNodes(t);
+        FK_NODES.keySet()
+                .forEach(s -> assertThat(all.get("fk" + s).parallel())
+                        .as("fk%s: %s", s, all.get("fk" + s))
+                        .isTrue());
+    }
+
+    @Test
+    void aForeignKeyJoinOnARepartitionedOrLongKeyedRightTableIsParallel() throws Exception {
+        // The right table reads its topic's keys as raw bytes, then re-keys them as strings: the
+        // repartition gives its table a source with the String serde, the subscriptions' format.
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS);
+        KTable<String, String> products = b.stream("products", Consumed.with(Serdes.ByteArray(), Serdes.String()))
+                .selectKey((k, v) -> new String(k, java.nio.charset.StandardCharsets.UTF_8), Named.as("rekey"))
+                .toTable(Named.as("products-table"), Materialized.with(Serdes.String(), Serdes.String()));
+        joinByForeignKey(orders, products, v -> v.split(",")[0]);
+        Topology t = b.build();
+        Map<String, io.streamshard.classify.NodeDecision> all = allNodes(t);
+        assertThat(all.get("fk-foreign-join-subscription").parallel())
+                .as("%s", all)
+                .isTrue();
+
+        StreamsBuilder b2 = new StreamsBuilder();
+        KTable<String, String> orders2 = b2.table("orders", STRINGS);
+        KTable<Long, String> products2 = b2.table("products", Consumed.with(Serdes.Long(), Serdes.String()));
+        joinByForeignKey(orders2, products2, v -> Long.parseLong(v.split(",")[0]));
+        Map<String, io.streamshard.classify.NodeDecision> all2 = allNodes(b2.build());
+        assertThat(all2.get("fk-foreign-join-subscription").parallel()).isTrue();
+        assertThat(all2.get("fk-subscription-receive").parallel()).isTrue();
+    }
+
+    @Test
+    void aForeignKeyJoinWithASerdeOfUnknownBytesIsSerialOnItsRightSide() throws Exception {
+        // A foreign-key serde streamshard does not know to be byte-stable (a schema-registry serde
+        // writes a schema id per subject): the subscription store's key prefix, the subscription
+        // topic's key and the right table's key may differ for one foreign key.
+        org.apache.kafka.common.serialization.Serde<String> custom =
+                Serdes.serdeFrom(new StringSerializer() {}, new StringDeserializer() {});
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS);
+        KTable<String, String> products = b.table("products", Consumed.with(custom, Serdes.String()));
+        joinByForeignKey(orders, products, v -> v.split(",")[0]);
+        Map<String, io.streamshard.classify.NodeDecision> all = allNodes(b.build());
+        for (String s : List.of("-subscription-receive", "-foreign-join-subscription", "-subscription-join-foreign")) {
+            assertThat(all.get("fk" + s).parallel()).as("fk" + s).isFalse();
+        }
+        assertThat(all.get("fk-subscription-receive").reason())
+                .contains("share store fk-subscription-store")
+                .contains("may encode equal keys to different bytes");
+        // The left side does not depend on it.
+        assertThat(all.get("fk-subscription-registration-processor").parallel()).isTrue();
+        assertThat(all.get("fk-subscription-response-resolver").parallel()).isTrue();
+    }
+
+    @Test
+    void aForeignKeyJoinOnAVersionedRightTableIsSerialOnItsRightSide() throws Exception {
+        StreamsBuilder b = new StreamsBuilder();
+        KTable<String, String> orders = b.table("orders", STRINGS);
+        KTable<String, String> products = b.table(
+                "products",
+                STRINGS,
+                Materialized.as(Stores.persistentVersionedKeyValueStore("products-v", Duration.ofMinutes(5))));
+        joinByForeignKey(orders, products, v -> v.split(",")[0]);
+        Map<String, io.streamshard.classify.NodeDecision> all = allNodes(b.build());
+        assertThat(all.get("fk-subscription-join-foreign").reason()).contains("versioned store products-v");
+        assertThat(all.get("fk-foreign-join-subscription").parallel()).isFalse();
+        assertThat(all.get("fk-subscription-registration-processor").parallel()).isTrue();
+    }
+
+    @Test
+    void aForeignKeyJoinProcessorStreamshardDoesNotKnowIsSerial() {
+        var source = new io.streamshard.classify.NodeInfo(
+                "src",
+                io.streamshard.classify.NodeInfo.Kind.SOURCE,
+                null,
+                List.of("x"),
+                Set.of(),
+                false,
+                false,
+                "org.apache.kafka.common.serialization.StringDeserializer");
+        var unknown = new io.streamshard.classify.NodeInfo(
+                "x",
+                io.streamshard.classify.NodeInfo.Kind.PROCESSOR,
+                "org.apache.kafka.streams.kstream.internals.foreignkeyjoin.SubscriptionReceiveProcessorSupplier$2",
+                List.of(),
+                Set.of(),
+                false,
+                false,
+                null);
+        Classification c = NodeClassifier.classify(List.of(source, unknown), List.of(), List.of(), List.of());
+        assertThat(c.nodes().get("x").reason())
+                .isEqualTo("foreign-key join processor SubscriptionReceiveProcessorSupplier$2 is not known to be "
+                        + "parallel-safe");
     }
 
     private static InternalTopologyBuilder internal(Topology t) throws Exception {
