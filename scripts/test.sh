@@ -12,15 +12,17 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# The integration tests that run again on the oldest and newest supported Kafka Streams.
-VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RetryIT,DeadLetterQueueIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
+# The integration tests that run again on the oldest and newest supported Kafka Streams (of the
+# coverage matrix, the foreign-key join cases only: MATRIX_CASES).
+VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ForeignKeyJoinIT,CoverageMatrixIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RetryIT,DeadLetterQueueIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
 OTHER_VERSIONS="3.9.2 4.4.0"
+MATRIX_CASES="c10,c14,c15"
 
 its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams
   local v="$1" its="${2:-}"
   step "Java: integration tests on Kafka Streams $v${its:+ ($its)}"
   mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" \
-    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dit.test="$its"}
+    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dmatrix.cases="$MATRIX_CASES" ${its:+-Dit.test="$its"}
 }
 
 if [ "${1:-}" = "--kafka" ]; then

@@ -66,6 +66,15 @@ class EosSerialRegionIT {
         crashAndCompare(CoverageCatalog.byId("c01"));
     }
 
+    /**
+     * A foreign-key left join on the workers (c14: rows moving between foreign keys, deletes, rows
+     * without one, deleted products, then a groupBy count): its table and the counts end as stock's.
+     */
+    @Test
+    void foreignKeyJoinAndCountSurviveACrashExactly() throws Exception {
+        crashAndCompare(CoverageCatalog.byId("c14"));
+    }
+
     /** key@window → count, failing on a window emitted twice. */
     private static Map<String, String> perWindow(List<Rec> recs) {
         Map<String, String> m = new TreeMap<>();
