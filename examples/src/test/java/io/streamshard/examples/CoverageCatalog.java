@@ -703,6 +703,11 @@ final class CoverageCatalog {
         all.add(foreignKeyCase("c14", 0.8));
         all.add(foreignKeyCase("c15", 0.0));
 
+        // 16, 17. Stream-table joins on a versioned table, with and without a grace period: the
+        // join (and the versioned table's source) in the serial region, the slow step above it parallel.
+        all.add(versionedJoinCase("c16", true));
+        all.add(versionedJoinCase("c17", false));
+
         // 11. Key change + repartition, then aggregates: parallel.
         all.add(new CaseBuilder("c11", "slow mapValues -> groupBy(new key) -> count; KTable groupBy -> aggregate")
                 .feed(Feed.of("c11-orders", 2400, 300))
@@ -859,6 +864,49 @@ final class CoverageCatalog {
                 .prefix(id + "-fk", true)
                 .parallel(id + "-slow", id + "-products-del", id + "-stream", id + "-count")
                 .allParallel()
+                .build();
+    }
+
+    /**
+     * Orders through the slow step, joined with a versioned table of prices whose updates
+     * interleave with them in time ({@code grace}: an inner join with a 500 ms grace period,
+     * whose buffer is emitted by stream time; otherwise a left join). A versioned store's stream
+     * time is store-wide, so the join is serial; its output must be stock's record for record.
+     */
+    static Case versionedJoinCase(String id, boolean grace) {
+        return new CaseBuilder(
+                        id,
+                        "slow mapValues -> " + (grace ? "join" : "leftJoin") + " versioned KTable"
+                                + (grace ? " with a grace period" : ""))
+                .feed(Feed.of(id + "-prices", 400, 60).timestamps(1, 50))
+                .feed(Feed.of(id + "-orders", 2000, 60)
+                        .jitter(i -> i % 13 == 0 ? 40 : 0)
+                        .flushed())
+                .topology(n -> {
+                    StreamsBuilder b = new StreamsBuilder();
+                    KTable<String, String> prices = b.table(
+                            n.in(id + "-prices"),
+                            Consumed.with(S, S).withName(id + "-prices-src"),
+                            Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore(
+                                            id + "-prices-store", Duration.ofMinutes(5)))
+                                    .withKeySerde(S)
+                                    .withValueSerde(S));
+                    KStream<String, String> orders = slow(n, stream(b, n, id + "-orders"), id + "-slow");
+                    Joined<String, String, String> joined =
+                            Joined.<String, String, String>with(S, S, S).withName(id + "-join");
+                    (grace
+                                    ? orders.join(
+                                            prices,
+                                            (o, p) -> o + "|" + p,
+                                            joined.withGracePeriod(Duration.ofMillis(500)))
+                                    : orders.leftJoin(prices, (o, p) -> o + "|" + p, joined))
+                            .to(n.out(id + "-joined"), produced(id + "-joined"));
+                    return b.build();
+                })
+                .out(id + "-joined", EXACT)
+                .parallel(id + "-slow")
+                .serial(id + "-prices-src", id + "-join", id + "-joined-sink")
+                .topSerial(id + "-prices-src", id + "-join")
                 .build();
     }
 
