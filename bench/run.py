@@ -43,7 +43,7 @@ class Scenario:
     payload: int = 100
     note: str = ""
     commit_ms: int = 0  # 0: Kafka Streams' default (30 s at-least-once, 100 ms exactly-once)
-    shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count)
+    shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count), fk
     stock_records: int = 0  # stock's input, if smaller (it runs at ~1 / latency; the rate is a steady-state rate)
     sweep: list = field(default_factory=list)
 
@@ -65,6 +65,17 @@ def scenarios(quick):
                  "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(80000, 400), ["stock", "streamshard"],
                  shape="join", stock_records=n(4000, 400), note="Stock runs 4,000 of the records (at ~200 records/s). The join and the count run on the parallel path. Parallel Consumer has no "
                  "tables: not run."),
+        # Change-data-capture style (issue 25): a table of orders, the call on the table, a
+        # foreign-key join (rows move between foreign keys), a count per product.
+        Scenario("fk", "CDC-style: a table of orders, 5 ms call (materialized mapValues) → foreign-key leftJoin "
+                 "products → groupBy product → count, 4 partitions, 10,000 uniform keys, 64 workers", "sleep:5000",
+                 4, 10000, "uniform", 64, n(40000, 400), ["stock", "streamshard"], shape="fk",
+                 stock_records=n(2000, 200),
+                 note="Stock runs 2,000 of the records. No record cache (both engines), so every update is "
+                 "forwarded when it is processed. The output is the join's table: an update whose row changed "
+                 "again before its response came back is superseded (dropped by the join as stale, as in "
+                 "stock); each key's last update must come out, in order. Parallel Consumer has no tables: "
+                 "not run."),
         Scenario("window", "Slow step then a windowed count: 5 ms call → to(output) and windowedBy().count(), "
                  "4 partitions, 10,000 uniform keys, 64 workers", "sleep:5000", 4, 10000, "uniform", 64,
                  n(80000, 400), ["stock", "streamshard"], shape="window", stock_records=n(4000, 400),
@@ -159,6 +170,8 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     if s.commit_ms or quick:
         java.append(f"-Dbench.commit.interval.ms={commit_ms(s, quick)}")
     shape = s.shape
+    if shape == "fk":
+        java.append("-Dbench.set.statestore.cache.max.bytes=0")
     if engine == "streamshard-retry":
         # The plain lambda; the agent retries (the loop's 100 ms as its backoff, at most 3 attempts).
         shape = shape.replace("-loop", "")
@@ -238,17 +251,29 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def wait_internal(s, run, timeout, engine, logf):
+    """After the input: the internal topics the output still depends on, in the order records flow."""
+    topics = {"wordcount": ["words-repartition"],
+              "fk": ["fk-subscription-registration-topic", "fk-subscription-response-topic"]}.get(s.shape, [])
+    for t in topics:
+        _, rc = load("wait", "--group", run, "--topic", f"{run}-{t}", "--timeout-s", timeout, check=False)
+        if rc != 0:
+            raise RuntimeError(f"{engine} did not consume {run}-{t}; see {logf.name}")
+
+
 def run_one(s, engine, workers, out_dir, quick):
     records = s.stock_records if engine.startswith("stock") and s.stock_records else s.records
     run = f"bench-{s.name}-{engine.replace('+', '-')}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
     counts = run + "-counts" if (s.counts or s.shape not in ("copy", "flaky-loop")) and engine != "pc" else None
     load("create", "--topic", inp, "--partitions", s.partitions)
-    if s.shape == "join":
-        # The table: one record for about two thirds of the keys (uniform draws), before the input.
+    if s.shape in ("join", "fk"):
+        # The table: one record for about two thirds of its keys (uniform draws), before the input.
+        # fk: the products, k0 … k999 (BenchApp.FK_KEYS).
+        table_keys = 1000 if s.shape == "fk" else s.keys
         load("create", "--topic", inp + "-table", "--partitions", s.partitions)
-        load("produce", "--topic", inp + "-table", "--records", s.keys, "--keys", s.keys, "--dist", "uniform",
-             "--payload", 20, "--seed", 7)
+        load("produce", "--topic", inp + "-table", "--records", table_keys, "--keys", table_keys, "--dist",
+             "uniform", "--payload", 20, "--seed", 7)
     load("create", "--topic", out, "--partitions", s.partitions, "--config", "message.timestamp.type=LogAppendTime")
     if counts:
         load("create", "--topic", counts, "--partitions", s.partitions)
@@ -274,12 +299,7 @@ def run_one(s, engine, workers, out_dir, quick):
         _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", int(timeout), check=False)
         if rc != 0 or app.poll() is not None:
             raise RuntimeError(f"{engine} did not consume {inp} (wait rc={rc}, app rc={app.poll()}); see {logf.name}")
-        if s.shape == "wordcount":
-            # The counts come from the second sub-topology: done when it has read its repartition topic.
-            _, rc = load("wait", "--group", run, "--topic", run + "-words-repartition", "--timeout-s", int(timeout),
-                         check=False)
-            if rc != 0:
-                raise RuntimeError(f"{engine} did not consume its repartition topic; see {logf.name}")
+        wait_internal(s, run, int(timeout), engine, logf)
         backlog_s = time.time() - started
         result["backlog_s"] = round(backlog_s, 1)
         # A paced tail at half the rate the app reached (startup included, so below capacity) for
@@ -292,6 +312,7 @@ def run_one(s, engine, workers, out_dir, quick):
         _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", 120, check=False)
         if rc != 0:
             raise RuntimeError(f"{engine} did not consume the tail of {inp}; see {logf.name}")
+        wait_internal(s, run, 120, engine, logf)
         sampler.sample()
         if watcher:
             # The listener's runtime thread and the Java thread that feeds it: what the status costs.
@@ -312,7 +333,9 @@ def run_one(s, engine, workers, out_dir, quick):
             app.wait()
         logf.close()
     args = ["verify", "--input", inp, "--output", out, "--latency-after-us", tail_from_us]
-    if counts:
+    if s.shape == "fk":
+        args += ["--table"]  # its counts are per product: not checkable against the input's keys
+    elif counts:
         args += ["--counts", counts]
     summary, _ = load(*args, check=False)
     result["verify"] = summary

@@ -56,6 +56,11 @@ if [ "$build" = 1 ] || [ ! -f "$jar" ]; then
   echo "==> the agent jar"
   mvn -B -q --no-transfer-progress -pl java-shim package -DskipTests
 fi
+# The forks run a copy: a build during a long run (the jar rewritten in place) would otherwise
+# make a running JVM fail to load the agent's classes (ClassNotFoundException mid-test).
+under_test="$out/agent-under-test.jar"
+cp "$jar" "$under_test.tmp" && mv "$under_test.tmp" "$under_test"
+jar="$under_test"
 
 mvn_conf=(mvn -B -q --no-transfer-progress -f conformance/pom.xml -Dstreams.version="$kafka"
   -Dconformance.tests.version="$tests")

@@ -228,6 +228,11 @@ pub struct VerifyOptions {
     /// batch got through, and the replay wrote it and everything after it again. Without a
     /// replay after it, it is still a violation.
     pub lost_sends: bool,
+    /// The output is a table's changelog (a foreign-key join's result): a key's update may be
+    /// superseded before it comes out (the join drops a response whose row changed meanwhile),
+    /// so only the key's last input record must be in the output; the others that are not count
+    /// as `superseded`. Order per key and everything else are checked as without it.
+    pub table: bool,
 }
 
 const MAX_EXAMPLES: usize = 5;
@@ -288,6 +293,9 @@ pub struct Report {
     /// Records that came late and were followed by a replay of the later record of their key
     /// (a lost producer send replayed; a violation unless `lost_sends`).
     pub late_replayed: u64,
+    /// Input records never output but followed by a later record of their key that was
+    /// (`table` only; otherwise they are missing).
+    pub superseded: u64,
     pub unexpected: u64,
     pub counts_checked: bool,
     pub count_mismatches: u64,
@@ -500,6 +508,7 @@ impl Verifier {
     pub fn report(&mut self) -> Report {
         let late_replayed = self.decide_late();
         let mut missing = 0u64;
+        let mut superseded = 0u64;
         let mut duplicates = 0u64;
         let mut count_mismatches = 0u64;
         let mut total_mismatches = 0u64;
@@ -508,8 +517,11 @@ impl Verifier {
         names.sort();
         for name in names {
             let k = &self.keys[name];
-            for (seq, &copies) in k.input_seqs.iter().zip(&k.output_copies) {
-                if copies == 0 {
+            let last = k.input_seqs.len().saturating_sub(1);
+            for (i, (seq, &copies)) in k.input_seqs.iter().zip(&k.output_copies).enumerate() {
+                if copies == 0 && self.opts.table && i < last {
+                    superseded += 1;
+                } else if copies == 0 {
                     missing += 1;
                     new_examples.push(format!("missing {name}:{seq}"));
                 } else if copies > 1 {
@@ -562,6 +574,7 @@ impl Verifier {
             duplicates,
             order_violations: self.order_violations,
             late_replayed,
+            superseded,
             unexpected,
             counts_checked: self.counts_checked,
             count_mismatches,
@@ -606,6 +619,7 @@ impl Report {
             "duplicates": self.duplicates,
             "order_violations": self.order_violations,
             "late_replayed": self.late_replayed,
+            "superseded": self.superseded,
             "unexpected": self.unexpected,
             "counts_checked": self.counts_checked,
             "count_mismatches": self.count_mismatches,
@@ -683,6 +697,35 @@ mod tests {
         assert_eq!(r.rate_rps, None, "under 20 records");
         assert_eq!(r.latency, None);
         assert_eq!(r.to_json()["ok"], json!(true));
+    }
+
+    #[test]
+    fn a_table_may_skip_superseded_updates_but_not_a_keys_last() {
+        let table = VerifyOptions {
+            table: true,
+            ..VerifyOptions::default()
+        };
+        // k1's records are at 1, 4, 7, 10, 13 (seq 0..4): drop seq 1 and 2 (superseded).
+        let mut out = input();
+        out.remove(7);
+        out.remove(4);
+        let r = run(table.clone(), &out, None);
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.missing, r.superseded), (0, 2));
+        assert_eq!(r.to_json()["superseded"], json!(2));
+        // Without the key's last record it is missing.
+        let mut out = input();
+        let last = out.iter().rposition(|(k, _)| k == "k1").unwrap();
+        out.remove(last);
+        let r = run(table.clone(), &out, None);
+        assert!(!r.ok);
+        assert_eq!((r.missing, r.superseded), (1, 0));
+        // Out of order is still a violation.
+        let mut out = input();
+        out.swap(1, 4);
+        let r = run(table, &out, None);
+        assert!(!r.ok);
+        assert!(r.order_violations > 0, "{r:?}");
     }
 
     #[test]

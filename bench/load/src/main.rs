@@ -105,6 +105,10 @@ enum Command {
         /// violation (it is counted as `late_replayed`).
         #[arg(long)]
         lost_sends: bool,
+        /// The output is a table's changelog: updates superseded before they came out are not
+        /// missing, as long as each key's last input record is output.
+        #[arg(long)]
+        table: bool,
     },
 }
 
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
             latency_after_us,
             allow_duplicates,
             lost_sends,
+            table,
         } => cmd_verify(
             &common.brokers,
             &input,
@@ -178,6 +183,7 @@ fn main() -> ExitCode {
                 allow_duplicates,
                 min_counts,
                 lost_sends,
+                table,
             },
         ),
     };

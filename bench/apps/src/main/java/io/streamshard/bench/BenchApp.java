@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -16,7 +17,9 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindows;
 
 /**
@@ -34,6 +37,12 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *   <li>{@code wordcount}: {@code flatMapValues} (one "word" per record, its key, so every count can be
  *       checked), to the output, and {@code groupBy} the word (a repartition topic) then {@code count}
  *       into the counts topic;
+ *   <li>{@code fk}: change-data-capture style — the input is a table of orders (its key the order);
+ *       the work runs in a materialized {@code mapValues} on that table, then a foreign-key
+ *       {@code leftJoin} with {@code <input>-table} (the foreign key {@code k<n>}, from the row's
+ *       value, so a row's updates move between foreign keys) appends {@code ,<product>} (or
+ *       {@code ,none}), to the output, and a {@code groupBy} the product then {@code count} into the
+ *       counts topic (not checked: its keys are products);
  *   <li>{@code flaky}, {@code flaky-loop}: {@code copy}, where the work is a call to a flaky service
  *       that fails its first call for one record in ten: {@code flaky} lets the failure out (for
  *       {@code streamshard.retry.*}), {@code flaky-loop} retries in the lambda, sleeping 100 ms
@@ -42,7 +51,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
  *
  * <pre>
  * BenchApp &lt;bootstrap&gt; &lt;application-id&gt; &lt;input&gt; &lt;output&gt; &lt;counts topic or -&gt;
- *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window|wordcount|flaky|flaky-loop]
+ *          &lt;work&gt; &lt;alos|eos&gt; &lt;stream threads&gt; &lt;streamshard workers&gt; [copy|join|window|wordcount|fk|flaky|flaky-loop]
  * </pre>
  *
  * The system property {@code bench.commit.interval.ms} overrides {@code commit.interval.ms}. Runs
@@ -68,8 +77,15 @@ public final class BenchApp {
         }
     }
 
+    /** The foreign keys of the {@code fk} shape: {@code k0 … k<FK_KEYS - 1>}. */
+    static final int FK_KEYS = 1000;
+
     public static Topology topology(String shape, String input, String output, String counts, Work work) {
         StreamsBuilder b = new StreamsBuilder();
+        if (shape.equals("fk")) {
+            foreignKeyJoin(b, input, output, counts, work);
+            return b.build();
+        }
         KStream<String, String> in = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()));
         KStream<String, String> worked = in.mapValues(v -> {
             switch (shape) {
@@ -126,9 +142,38 @@ public final class BenchApp {
                         .to(counts, Produced.with(Serdes.String(), Serdes.String()));
             }
             default ->
-                throw new IllegalArgumentException("unknown shape " + shape + " (copy, join, window, wordcount)");
+                throw new IllegalArgumentException(
+                        "unknown shape " + shape + " (copy, join, window, wordcount, fk, flaky, flaky-loop)");
         }
         return b.build();
+    }
+
+    private static void foreignKeyJoin(StreamsBuilder b, String input, String output, String counts, Work work) {
+        KTable<String, String> products = b.table(input + "-table", Consumed.with(Serdes.String(), Serdes.String()));
+        KTable<String, String> joined = b.table(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .mapValues(
+                        v -> {
+                            work.run();
+                            return v;
+                        },
+                        Materialized.with(Serdes.String(), Serdes.String()))
+                .leftJoin(
+                        products,
+                        v -> "k" + Math.floorMod(v.hashCode(), FK_KEYS),
+                        (v, product) -> v + "," + (product == null ? "none" : product),
+                        // Named, so the harness can wait on its internal topics too.
+                        TableJoined.as("fk"),
+                        Materialized.with(Serdes.String(), Serdes.String()));
+        joined.toStream().to(output, Produced.with(Serdes.String(), Serdes.String()));
+        if (counts != null) {
+            joined.groupBy(
+                            (k, v) -> KeyValue.pair(v.substring(v.lastIndexOf(',') + 1), v),
+                            Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream()
+                    .mapValues(c -> Long.toString(c))
+                    .to(counts, Produced.with(Serdes.String(), Serdes.String()));
+        }
     }
 
     private static void countInto(KStream<String, String> stream, String counts) {
