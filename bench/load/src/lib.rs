@@ -188,6 +188,18 @@ pub fn drain_rate(timestamps_ms: &mut [i64]) -> Option<f64> {
     (span_s > 0.0).then(|| (n - 1) as f64 / span_s)
 }
 
+/// A table's throughput: `inputs` input records over the span of its output timestamps (ms), the
+/// first output record to the last. `None` under 20 output records or when no time elapsed.
+pub fn table_rate(timestamps_ms: &mut [i64], inputs: u64) -> Option<f64> {
+    let n = timestamps_ms.len();
+    if n < 20 {
+        return None;
+    }
+    timestamps_ms.sort_unstable();
+    let span_s = (timestamps_ms[n - 1] - timestamps_ms[0]) as f64 / 1000.0;
+    (span_s > 0.0).then(|| inputs.saturating_sub(1) as f64 / span_s)
+}
+
 /// The rate over the middle 80% of output timestamps (ms): `0.8 n / ((ts[floor(0.9 n)] -
 /// ts[floor(0.1 n)]) / 1000)` records/s, the first and last 10% excluded. Over-reports a skewed
 /// backlog (the busiest key's tail is cut off); reported beside [`drain_rate`]. Sorts in place.
@@ -264,6 +276,8 @@ pub struct Verifier {
     input_finished: bool,
     input_records: u64,
     input_unparseable: u64,
+    /// Input records produced before `latency_after_us` (all, without it): the throughput part.
+    throughput_inputs: u64,
     output_records: u64,
     unexpected: u64,
     order_violations: u64,
@@ -338,6 +352,7 @@ impl Verifier {
             input_finished: false,
             input_records: 0,
             input_unparseable: 0,
+            throughput_inputs: 0,
             output_records: 0,
             unexpected: 0,
             order_violations: 0,
@@ -360,11 +375,14 @@ impl Verifier {
     pub fn add_input(&mut self, key: &[u8], value: &[u8]) {
         assert!(!self.input_finished, "input record after finish_input");
         self.input_records += 1;
-        let Some((seq, _)) = parse_value(value) else {
+        let Some((seq, produced_us)) = parse_value(value) else {
             self.input_unparseable += 1;
             self.example(|| format!("unparseable input value for key {}", short(key)));
             return;
         };
+        if self.opts.latency_after_us.is_none_or(|t| produced_us < t) {
+            self.throughput_inputs += 1;
+        }
         let k = match std::str::from_utf8(key) {
             Ok(k) => self.keys.entry(k.to_owned()).or_default(),
             Err(_) => self.keys.entry(lossy(key)).or_default(),
@@ -541,8 +559,19 @@ impl Verifier {
         for e in new_examples {
             self.example(|| e);
         }
-        let rate_rps = drain_rate(&mut self.throughput_ts);
-        let rate_mid80_rps = mid80_rate(&mut self.throughput_ts);
+        let (rate_rps, rate_mid80_rps) = if self.opts.table {
+            // A table's output holds fewer records than its input (superseded updates), so its
+            // rate is the input's: every input record was processed by the last output record.
+            (
+                table_rate(&mut self.throughput_ts, self.throughput_inputs),
+                None,
+            )
+        } else {
+            (
+                drain_rate(&mut self.throughput_ts),
+                mid80_rate(&mut self.throughput_ts),
+            )
+        };
         let latency = self.opts.latency_after_us.map(|_| {
             self.latencies_ms.sort_unstable_by(f64::total_cmp);
             Latency {
@@ -700,6 +729,15 @@ mod tests {
     }
 
     #[test]
+    fn a_tables_rate_counts_its_input_over_the_output_span() {
+        let mut ts: Vec<i64> = (0..20).map(|i| 1_000 + 100 * i).collect();
+        // 100 input records, 20 output records over 1.9 s
+        let r = table_rate(&mut ts, 100).unwrap();
+        assert!((r - 99.0 / 1.9).abs() < 1e-9, "{r}");
+        assert_eq!(table_rate(&mut ts[..10], 100), None);
+    }
+
+    #[test]
     fn a_table_may_skip_superseded_updates_but_not_a_keys_last() {
         let table = VerifyOptions {
             table: true,
@@ -712,6 +750,7 @@ mod tests {
         let r = run(table.clone(), &out, None);
         assert!(r.ok, "{r:?}");
         assert_eq!((r.missing, r.superseded), (0, 2));
+        assert_eq!(r.rate_mid80_rps, None, "a table's rate is its input's");
         assert_eq!(r.to_json()["superseded"], json!(2));
         // Without the key's last record it is missing.
         let mut out = input();
