@@ -5,7 +5,8 @@
 # streamshard task handed to the workers), and compared, test by test, with stock.
 #
 #   bash scripts/conformance.sh [--kafka V] [--tests V] [--classes PATTERN] [--subset FILE]
-#                               [--stock] [--resume] [--rerun N] [--no-build] [--jar JAR] [--out DIR]
+#                               [--stock | --stock-if-failed] [--resume] [--rerun N] [--no-build]
+#                               [--jar JAR] [--out DIR]
 #
 #   --kafka V        the Kafka Streams (and clients, and embedded broker) the tests run on (4.3.1)
 #   --tests V        the version of the published test jar (4.3.1, the newest served here)
@@ -13,6 +14,9 @@
 #   --subset FILE    test classes listed in FILE, one per line (conformance/ci-classes.txt in CI)
 #   --stock          run every class stock first too; without it, stock's results are the
 #                    recorded ones, conformance/runs/<tests>-on-<kafka>/stock.tsv
+#   --stock-if-failed  run a class stock only when a test of it failed with streamshard (after
+#                    --rerun): half the time of --stock where nearly everything passes; a test
+#                    that passes with streamshard needs no stock result to count as passed
 #   --resume         skip classes that finished in the output directory before (a long run in
 #                    pieces: --out conformance/runs/<tests>-on-<kafka> --stock --resume)
 #   --rerun N        run a test that passes stock and failed with the agent up to N more times,
@@ -27,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-kafka=4.3.1 tests=4.3.1 classes="" subset="" stock=0 resume=0 rerun=0 build=1 out="" jar=""
+kafka=4.3.1 tests=4.3.1 classes="" subset="" stock=0 stock_if_failed=0 resume=0 rerun=0 build=1 out="" jar=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kafka) kafka="$2"; shift 2 ;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --classes) classes="$2"; shift 2 ;;
     --subset) subset="$2"; shift 2 ;;
     --stock) stock=1; shift ;;
+    --stock-if-failed) stock_if_failed=1; shift ;;
     --resume) resume=1; shift ;;
     --rerun) rerun="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -88,11 +93,15 @@ PY
 n=$(wc -w <<<"$selected")
 
 baseline="$PWD/conformance/runs/$tests-on-$kafka/stock.tsv"
-if [ "$stock" = 0 ] && [ ! -f "$baseline" ]; then
+if [ "$stock" = 1 ] && [ "$stock_if_failed" = 1 ]; then
+  echo "--stock and --stock-if-failed: choose one" >&2
+  exit 2
+fi
+if [ "$stock" = 0 ] && [ "$stock_if_failed" = 0 ] && [ ! -f "$baseline" ]; then
   echo "no recorded stock results for these tests on Kafka $kafka ($baseline): run with --stock" >&2
   exit 2
 fi
-[ "$stock" = 1 ] && baseline=""
+{ [ "$stock" = 1 ] || [ "$stock_if_failed" = 1 ]; } && baseline=""
 report() {
   python3 conformance/report.py "$out" --excluded conformance/excluded.tsv \
     ${baseline:+--baseline "$baseline"} --title "Kafka Streams $tests integration tests on Kafka $kafka" "$@"
@@ -143,6 +152,11 @@ for cls in $selected; do
   echo "==> [$i/$n] $cls"
   if [ "$stock" = 1 ]; then run_class stock "$cls"; fi
   run_class streamshard "$cls"
+  if [ "$stock_if_failed" = 1 ] && { [ -n "$(report --failed "$cls")" ] ||
+    grep -q "^$cls	(class)	" "$out/streamshard.tsv" 2>/dev/null; }; then
+    echo "   failed with streamshard: the class stock too"
+    run_class stock "$cls"
+  fi
   report >/dev/null || true
 done
 echo "==> results: $out/results.tsv, $out/summary.md"
