@@ -3,6 +3,7 @@ package io.streamshard.examples.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.File;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -11,15 +12,24 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.common.utils.Utils;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -63,12 +73,14 @@ class SpringBootIT {
                             new NewTopic(input, PARTITIONS, (short) 1), new NewTopic(output, PARTITIONS, (short) 1)))
                     .all()
                     .get();
+            awaitLeaders(admin, List.of(input, output));
         }
         Map<String, long[]> expected = new HashMap<>();
         Properties pp = new Properties();
         pp.putAll(common);
         pp.put("key.serializer", StringSerializer.class.getName());
         pp.put("value.serializer", StringSerializer.class.getName());
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
         try (KafkaProducer<String, String> p = new KafkaProducer<>(pp)) {
             for (int i = 0; i < RECORDS; i++) {
                 String customer = "c-" + (i * 7919 % CUSTOMERS);
@@ -76,9 +88,12 @@ class SpringBootIT {
                 long[] e = expected.computeIfAbsent(customer, k -> new long[2]);
                 e[0]++;
                 e[1] += amount;
-                p.send(new ProducerRecord<>(input, customer, Integer.toString(amount)));
+                sent.add(p.send(new ProducerRecord<>(input, customer, Integer.toString(amount))));
             }
             p.flush();
+        }
+        for (Future<RecordMetadata> f : sent) {
+            f.get(); // a record that was not written fails the test here, with the producer's reason
         }
 
         File log = Files.createTempFile("streamshard-spring", ".log").toFile();
@@ -93,6 +108,7 @@ class SpringBootIT {
         pb.environment().putAll(env);
         Process app = pb.start();
         String text;
+        String diagnosis = "";
         Map<String, String> latest = new HashMap<>();
         try {
             Properties cp = new Properties();
@@ -111,6 +127,9 @@ class SpringBootIT {
                     for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
                         latest.put(r.key(), r.value());
                     }
+                }
+                if (!done(expected, latest)) {
+                    diagnosis = diagnose(app, log, expected, latest, c);
                 }
             }
             text = waitFor(log, "streamshard explain: ");
@@ -133,10 +152,38 @@ class SpringBootIT {
         }
         for (Map.Entry<String, long[]> e : expected.entrySet()) {
             assertThat(latest.get(e.getKey()))
-                    .as("customer %s; log %s", e.getKey(), log)
+                    .as("customer %s; log %s%s", e.getKey(), log, diagnosis)
                     .isEqualTo(e.getValue()[0] + ":" + e.getValue()[1]);
         }
         return text;
+    }
+
+    /**
+     * Waits until every partition of {@code topics} has a leader. A first send to a partition that
+     * has none yet fails with NOT_LEADER_OR_FOLLOWER, after which the idempotent producer of
+     * kafka-clients 4.1.2 (Spring Boot's) can retry its next batches with OUT_OF_ORDER_SEQUENCE_NUMBER
+     * until {@code delivery.timeout.ms} expires them: two minutes, then partitions without input
+     * (CI, 2026-12-05; reproduced here on a busy machine).
+     */
+    private static void awaitLeaders(Admin admin, List<String> topics) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (true) {
+            try {
+                if (admin.describeTopics(topics).allTopicNames().get().values().stream()
+                        .flatMap(d -> d.partitions().stream())
+                        .allMatch(pi -> pi.leader() != null && !pi.leader().isEmpty())) {
+                    return;
+                }
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            }
+            assertThat(System.nanoTime())
+                    .as("leaders for %s within 30 s", topics)
+                    .isLessThan(deadline);
+            Thread.sleep(100);
+        }
     }
 
     private static boolean done(Map<String, long[]> expected, Map<String, String> latest) {
@@ -146,6 +193,48 @@ class SpringBootIT {
             }
         }
         return true;
+    }
+
+    /**
+     * What a timed-out run leaves behind for the reader of a CI log: which partitions' customers
+     * are incomplete, whether the app wrote their output or the reader missed it, the app's warnings
+     * and errors, and a thread dump of the app (by {@code jcmd}, in a file beside its log).
+     */
+    private static String diagnose(
+            Process app,
+            File log,
+            Map<String, long[]> expected,
+            Map<String, String> latest,
+            KafkaConsumer<String, String> reader)
+            throws Exception {
+        Map<Integer, Long> ends = new TreeMap<>();
+        Map<Integer, Long> read = new TreeMap<>();
+        for (TopicPartition tp : reader.assignment()) {
+            ends.put(tp.partition(), reader.endOffsets(List.of(tp)).get(tp));
+            read.put(tp.partition(), reader.position(tp));
+        }
+        Map<Integer, Integer> incomplete = new TreeMap<>();
+        for (Map.Entry<String, long[]> e : expected.entrySet()) {
+            if (!(e.getValue()[0] + ":" + e.getValue()[1]).equals(latest.get(e.getKey()))) {
+                int partition =
+                        Utils.toPositive(Utils.murmur2(e.getKey().getBytes(StandardCharsets.UTF_8))) % PARTITIONS;
+                incomplete.merge(partition, 1, Integer::sum);
+            }
+        }
+        File threads = new File(log.getPath() + ".threads");
+        Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+        new ProcessBuilder(jcmd.toString(), Long.toString(app.pid()), "Thread.print")
+                .redirectErrorStream(true)
+                .redirectOutput(threads)
+                .start()
+                .waitFor(30, TimeUnit.SECONDS);
+        List<String> notable = Files.readAllLines(log.toPath()).stream()
+                .filter(l -> l.contains(" WARN ") || l.contains(" ERROR ") || l.startsWith("streamshard"))
+                .collect(Collectors.toList());
+        return "\nincomplete customers by partition " + incomplete + " (of " + expected.size()
+                + "); output end offsets " + ends + ", read up to " + read
+                + "; the app's thread dump " + threads + "; its warnings and errors:\n"
+                + String.join("\n", notable.subList(Math.max(0, notable.size() - 30), notable.size()));
     }
 
     private static String waitFor(File log, String text) throws Exception {
