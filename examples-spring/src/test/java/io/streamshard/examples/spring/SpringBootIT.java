@@ -25,7 +25,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -187,12 +186,15 @@ class SpringBootIT {
     }
 
     private static boolean done(Map<String, long[]> expected, Map<String, String> latest) {
-        for (Map.Entry<String, long[]> e : expected.entrySet()) {
-            if (!(e.getValue()[0] + ":" + e.getValue()[1]).equals(latest.get(e.getKey()))) {
-                return false;
-            }
-        }
-        return true;
+        return incomplete(expected, latest).isEmpty();
+    }
+
+    /** The customers whose latest output is not yet their expected count and total. */
+    private static List<String> incomplete(Map<String, long[]> expected, Map<String, String> latest) {
+        return expected.entrySet().stream()
+                .filter(e -> !(e.getValue()[0] + ":" + e.getValue()[1]).equals(latest.get(e.getKey())))
+                .map(Map.Entry::getKey)
+                .collect(Collectors.toList());
     }
 
     /**
@@ -209,17 +211,14 @@ class SpringBootIT {
             throws Exception {
         Map<Integer, Long> ends = new TreeMap<>();
         Map<Integer, Long> read = new TreeMap<>();
-        for (TopicPartition tp : reader.assignment()) {
-            ends.put(tp.partition(), reader.endOffsets(List.of(tp)).get(tp));
+        reader.endOffsets(reader.assignment()).forEach((tp, end) -> {
+            ends.put(tp.partition(), end);
             read.put(tp.partition(), reader.position(tp));
-        }
-        Map<Integer, Integer> incomplete = new TreeMap<>();
-        for (Map.Entry<String, long[]> e : expected.entrySet()) {
-            if (!(e.getValue()[0] + ":" + e.getValue()[1]).equals(latest.get(e.getKey()))) {
-                int partition =
-                        Utils.toPositive(Utils.murmur2(e.getKey().getBytes(StandardCharsets.UTF_8))) % PARTITIONS;
-                incomplete.merge(partition, 1, Integer::sum);
-            }
+        });
+        Map<Integer, Integer> byPartition = new TreeMap<>();
+        for (String customer : incomplete(expected, latest)) {
+            int partition = Utils.toPositive(Utils.murmur2(customer.getBytes(StandardCharsets.UTF_8))) % PARTITIONS;
+            byPartition.merge(partition, 1, Integer::sum);
         }
         File threads = new File(log.getPath() + ".threads");
         Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
@@ -231,7 +230,7 @@ class SpringBootIT {
         List<String> notable = Files.readAllLines(log.toPath()).stream()
                 .filter(l -> l.contains(" WARN ") || l.contains(" ERROR ") || l.startsWith("streamshard"))
                 .collect(Collectors.toList());
-        return "\nincomplete customers by partition " + incomplete + " (of " + expected.size()
+        return "\nincomplete customers by partition " + byPartition + " (of " + expected.size()
                 + "); output end offsets " + ends + ", read up to " + read
                 + "; the app's thread dump " + threads + "; its warnings and errors:\n"
                 + String.join("\n", notable.subList(Math.max(0, notable.size() - 30), notable.size()));
