@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -251,10 +252,11 @@ public final class Demo {
         long deadline = System.nanoTime() + timeout.toNanos();
         long firstAt = 0;
         long firstCount = 0;
+        Map<TopicPartition, OffsetAndMetadata> committed = Map.of();
         try (Admin admin = Admin.create(p)) {
             while (System.nanoTime() < deadline) {
                 check.run();
-                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                committed = admin.listConsumerGroupOffsets(group)
                         .partitionsToOffsetAndMetadata()
                         .get();
                 long sum = committed.entrySet().stream()
@@ -272,9 +274,34 @@ public final class Demo {
                 }
                 Thread.sleep(50);
             }
+            throw new IllegalStateException("the app did not commit " + records + " records of " + topic + " within "
+                    + timeout + "; committed/end offset per partition: " + progress(admin, topic, committed));
         }
-        throw new IllegalStateException(
-                "the app did not commit " + records + " records of " + topic + " within " + timeout);
+    }
+
+    /** "p0 12/300, p1 -/300": what {@code committed} holds for each partition of {@code topic}, and its end. */
+    private static String progress(Admin admin, String topic, Map<TopicPartition, OffsetAndMetadata> committed) {
+        try {
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            admin.describeTopics(List.of(topic))
+                    .allTopicNames()
+                    .get()
+                    .get(topic)
+                    .partitions()
+                    .forEach(i -> latest.put(new TopicPartition(topic, i.partition()), OffsetSpec.latest()));
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends =
+                    admin.listOffsets(latest).all().get();
+            return ends.keySet().stream()
+                    .sorted(Comparator.comparingInt(TopicPartition::partition))
+                    .map(tp -> {
+                        OffsetAndMetadata c = committed.get(tp);
+                        return "p" + tp.partition() + " " + (c == null ? "-" : Long.toString(c.offset())) + "/"
+                                + ends.get(tp).offset();
+                    })
+                    .collect(Collectors.joining(", "));
+        } catch (Exception e) {
+            return "unknown (" + e + ")";
+        }
     }
 
     /** Reads the outputs and compares them with the input; returns "" or what is wrong. */

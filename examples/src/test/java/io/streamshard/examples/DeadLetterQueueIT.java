@@ -157,13 +157,27 @@ class DeadLetterQueueIT {
             OrderProducer.createTopics(BOOTSTRAP, 2, List.of(out, dlq));
             try (KafkaStreams streams = app(where, in, out, dlq, appId, run.equals("streamshard"), guarantee)) {
                 streams.start();
-                Demo.waitForCommitted(
-                        BOOTSTRAP,
-                        appId,
-                        in,
-                        RECORDS,
-                        Duration.ofMinutes(2),
-                        () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
+                try {
+                    Demo.waitForCommitted(
+                            BOOTSTRAP,
+                            appId,
+                            in,
+                            RECORDS,
+                            Duration.ofMinutes(2),
+                            () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
+                } catch (IllegalStateException timeout) {
+                    System.out.println(Inputs.threadDump(appId));
+                    streams.metrics().forEach((name, m) -> {
+                        if (name.group().contains("streamshard")) {
+                            System.out.println("metric " + name.group() + " " + name.name() + " " + name.tags() + " = "
+                                    + m.metricValue());
+                        }
+                    });
+                    throw new AssertionError(
+                            run + " (" + streams.state() + "): " + timeout.getMessage() + "; tasks: "
+                                    + StreamShard.explain(streams) + " (threads above)",
+                            timeout);
+                }
                 dropped.put(run, Inputs.metricSum(streams, "stream-task-metrics", "dropped-records-total"));
                 if (run.equals("streamshard") && !where.equals("deserialization")) {
                     assertThat(StreamShard.explain(streams))

@@ -102,6 +102,24 @@ final class Inputs {
         return uncaught.get();
     }
 
+    /** The stacks of this JVM's threads named {@code *name*} and of streamshard's workers: what a stuck app was doing. */
+    static String threadDump(String name) {
+        StringBuilder b = new StringBuilder("threads named *" + name + "* and streamshard-worker-*:\n");
+        Thread.getAllStackTraces().forEach((t, stack) -> {
+            if (t.getName().contains(name) || t.getName().startsWith("streamshard-worker-")) {
+                b.append('"')
+                        .append(t.getName())
+                        .append("\" ")
+                        .append(t.getState())
+                        .append('\n');
+                for (StackTraceElement e : stack) {
+                    b.append("    at ").append(e).append('\n');
+                }
+            }
+        });
+        return b.toString();
+    }
+
     /** Whether {@code root} or one of its causes matches. */
     static boolean causedBy(Throwable root, Predicate<Throwable> match) {
         for (Throwable c = root; c != null; c = c.getCause()) {
