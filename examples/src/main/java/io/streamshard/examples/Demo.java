@@ -274,34 +274,45 @@ public final class Demo {
                 }
                 Thread.sleep(50);
             }
-            throw new IllegalStateException("the app did not commit " + records + " records of " + topic + " within "
-                    + timeout + "; committed/end offset per partition: " + progress(admin, topic, committed));
+            throw new IllegalStateException(
+                    "the app did not commit " + records + " records of " + topic + " within " + timeout
+                            + "; committed/end offset per partition (a log start above 0: records deleted, by retention?): "
+                            + progress(admin, topic, committed));
         }
     }
 
     /** "p0 12/300, p1 -/300": what {@code committed} holds for each partition of {@code topic}, and its end. */
     private static String progress(Admin admin, String topic, Map<TopicPartition, OffsetAndMetadata> committed) {
         try {
-            Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+            List<TopicPartition> partitions = new ArrayList<>();
             admin.describeTopics(List.of(topic))
                     .allTopicNames()
                     .get()
                     .get(topic)
                     .partitions()
-                    .forEach(i -> latest.put(new TopicPartition(topic, i.partition()), OffsetSpec.latest()));
-            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends =
-                    admin.listOffsets(latest).all().get();
-            return ends.keySet().stream()
-                    .sorted(Comparator.comparingInt(TopicPartition::partition))
+                    .forEach(i -> partitions.add(new TopicPartition(topic, i.partition())));
+            partitions.sort(Comparator.comparingInt(TopicPartition::partition));
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> starts = offsets(admin, partitions, true);
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = offsets(admin, partitions, false);
+            return partitions.stream()
                     .map(tp -> {
                         OffsetAndMetadata c = committed.get(tp);
                         return "p" + tp.partition() + " " + (c == null ? "-" : Long.toString(c.offset())) + "/"
-                                + ends.get(tp).offset();
+                                + ends.get(tp).offset() + " (log start "
+                                + starts.get(tp).offset() + ")";
                     })
                     .collect(Collectors.joining(", "));
         } catch (Exception e) {
             return "unknown (" + e + ")";
         }
+    }
+
+    /** The partitions' log start ({@code earliest}) or end offsets. */
+    private static Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> offsets(
+            Admin admin, List<TopicPartition> partitions, boolean earliest) throws Exception {
+        Map<TopicPartition, OffsetSpec> spec = new HashMap<>();
+        partitions.forEach(tp -> spec.put(tp, earliest ? OffsetSpec.earliest() : OffsetSpec.latest()));
+        return admin.listOffsets(spec).all().get();
     }
 
     /** Reads the outputs and compares them with the input; returns "" or what is wrong. */

@@ -142,9 +142,12 @@ class DeadLetterQueueIT {
         String in = "dlq-in" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(in));
         // Values as strings, with one header, so the DLQ's copy of the record's headers is compared too.
+        // Timestamps of the last hour: records older than the broker's retention (7 days) are deleted
+        // under the application's feet, at the broker's next retention check.
+        long base = Feeds.base();
         Inputs.produce(BOOTSTRAP, RECORDS, i -> {
-            ProducerRecord<String, String> r = new ProducerRecord<>(
-                    in, null, 1_700_000_000_000L + i, "k" + (i % 30), valueOf(i), new RecordHeaders());
+            ProducerRecord<String, String> r =
+                    new ProducerRecord<>(in, null, base + i, "k" + (i % 30), valueOf(i), new RecordHeaders());
             r.headers().add("origin", ("producer-" + i).getBytes(StandardCharsets.UTF_8));
             return r;
         });
@@ -167,12 +170,7 @@ class DeadLetterQueueIT {
                             () -> assertThat(streams.state()).isNotEqualTo(KafkaStreams.State.ERROR));
                 } catch (IllegalStateException timeout) {
                     System.out.println(Inputs.threadDump(appId));
-                    streams.metrics().forEach((name, m) -> {
-                        if (name.group().contains("streamshard")) {
-                            System.out.println("metric " + name.group() + " " + name.name() + " " + name.tags() + " = "
-                                    + m.metricValue());
-                        }
-                    });
+                    System.out.println(Inputs.stallReport(streams));
                     throw new AssertionError(
                             run + " (" + streams.state() + "): " + timeout.getMessage() + "; tasks: "
                                     + StreamShard.explain(streams) + " (threads above)",

@@ -6,6 +6,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.Predicate;
@@ -117,6 +119,44 @@ final class Inputs {
                 }
             }
         });
+        return b.toString();
+    }
+
+    /**
+     * What a stalled application shows of itself: its threads' active tasks and the counters that
+     * tell a consumer that fetched nothing from a thread that polled records it never processed
+     * (non-zero totals and gauges of the stream, consumer and streamshard metric groups).
+     */
+    static String stallReport(KafkaStreams streams) {
+        StringBuilder b = new StringBuilder("local threads:\n");
+        streams.metadataForLocalThreads()
+                .forEach(t -> b.append("  ")
+                        .append(t.threadName())
+                        .append(' ')
+                        .append(t.threadState())
+                        .append(" active ")
+                        .append(t.activeTasks())
+                        .append('\n'));
+        Set<String> groups = Set.of(
+                "stream-thread-metrics",
+                "stream-task-metrics",
+                "consumer-fetch-manager-metrics",
+                "consumer-coordinator-metrics",
+                "streamshard-task-metrics",
+                "streamshard-metrics");
+        TreeMap<String, Object> shown = new TreeMap<>();
+        streams.metrics().forEach((name, m) -> {
+            Object v = m.metricValue();
+            boolean zero = v instanceof Number && ((Number) v).doubleValue() == 0;
+            if (groups.contains(name.group())
+                    && !zero
+                    && !name.name().contains("rate")
+                    && !name.name().contains("latency")) {
+                shown.put(name.group() + " " + name.name() + " " + name.tags(), v);
+            }
+        });
+        shown.forEach(
+                (k, v) -> b.append("metric ").append(k).append(" = ").append(v).append('\n'));
         return b.toString();
     }
 
