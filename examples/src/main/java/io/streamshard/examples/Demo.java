@@ -281,7 +281,10 @@ public final class Demo {
         }
     }
 
-    /** "p0 12/300, p1 -/300": what {@code committed} holds for each partition of {@code topic}, and its end. */
+    /**
+     * "p0 12/300 (log start 0), p1 -/300 (log start 0)": what {@code committed} holds for each
+     * partition of {@code topic}, its end, and its log start (above 0 once records were deleted).
+     */
     private static String progress(Admin admin, String topic, Map<TopicPartition, OffsetAndMetadata> committed) {
         try {
             List<TopicPartition> partitions = new ArrayList<>();

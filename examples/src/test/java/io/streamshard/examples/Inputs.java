@@ -125,7 +125,7 @@ final class Inputs {
     /**
      * What a stalled application shows of itself: its threads' active tasks and the counters that
      * tell a consumer that fetched nothing from a thread that polled records it never processed
-     * (non-zero totals and gauges of the stream, consumer and streamshard metric groups).
+     * (totals and gauges other than zero or NaN, of the stream, consumer and streamshard metric groups).
      */
     static String stallReport(KafkaStreams streams) {
         StringBuilder b = new StringBuilder("local threads:\n");
@@ -147,9 +147,11 @@ final class Inputs {
         TreeMap<String, Object> shown = new TreeMap<>();
         streams.metrics().forEach((name, m) -> {
             Object v = m.metricValue();
-            boolean zero = v instanceof Number && ((Number) v).doubleValue() == 0;
+            // Zero, or NaN (a gauge or average with nothing recorded yet): says nothing.
+            double d = v instanceof Number ? ((Number) v).doubleValue() : 1;
+            boolean empty = d == 0 || Double.isNaN(d);
             if (groups.contains(name.group())
-                    && !zero
+                    && !empty
                     && !name.name().contains("rate")
                     && !name.name().contains("latency")) {
                 shown.put(name.group() + " " + name.name() + " " + name.tags(), v);
