@@ -9,8 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/toolchain.sh
-
-step() { printf '\n==> %s\n' "$*"; }
+. scripts/lib/stages.sh
 
 # The integration tests that run again on the oldest and newest supported Kafka Streams (of the
 # coverage matrix, the foreign-key join cases only: MATRIX_CASES).

@@ -4,4 +4,8 @@ export BROKER_PORT="${BROKER_PORT:-19392}"
 broker() { bash "$(dirname "${BASH_SOURCE[0]}")/../../tests/broker/broker.sh" "$@"; }
 broker start
 export STREAMSHARD_BOOTSTRAP="127.0.0.1:$BROKER_PORT"
-trap 'broker stop >/dev/null 2>&1 || true' EXIT
+if declare -F on_exit >/dev/null; then
+  on_exit 'broker stop >/dev/null 2>&1'
+else
+  trap 'broker stop >/dev/null 2>&1 || true' EXIT
+fi
