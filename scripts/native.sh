@@ -31,8 +31,6 @@ case "$platforms" in
   host) platforms="linux-$(uname -m | sed 's/arm64/aarch64/')" ;;
 esac
 
-. scripts/lib/cross.sh
-
 GLIBC_FLOOR=2.17
 export MACOSX_DEPLOYMENT_TARGET=11.0
 # A musl cdylib must link musl dynamically (the JVM's own C library), not carry a static copy.
@@ -45,7 +43,6 @@ export CARGO_TARGET_X86_64_APPLE_DARWIN_RUSTFLAGS="$CARGO_TARGET_AARCH64_APPLE_D
 # Zig's linker takes rustc's --strip-debug for a full strip, which would drop the symbol table
 # that profiles name functions by; llvm-objcopy strips the debug sections afterwards instead.
 export "CARGO_PROFILE_$(tr 'a-z-' 'A-Z_' <<<"$profile")_STRIP=none"
-objcopy="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy"
 target_dir="${CARGO_TARGET_DIR:-target}"
 
 triple() {
@@ -59,6 +56,11 @@ triple() {
     *) echo "unknown platform '$1' (known: $ALL)" >&2; return 2 ;;
   esac
 }
+
+CROSS_TRIPLES=""
+for platform in ${platforms//,/ }; do CROSS_TRIPLES+="$(triple "$platform") "; done
+. scripts/lib/cross.sh
+objcopy="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/llvm-objcopy"
 
 # check PLATFORM FILE: what the library needs of the system it loads on
 check() {
