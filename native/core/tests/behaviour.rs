@@ -1,5 +1,6 @@
 //! Deterministic behaviour: fairness, wake-ups, blocking drains and closes, shutdown, config.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -532,19 +533,24 @@ fn wait_for_room_wants_a_quarter_of_the_cap() {
     // One free place is not yet room (2 wanted): the waiter goes on waiting.
     s.complete(out[0]).unwrap();
     assert!(!s.wait_for_room(&[t], Duration::from_millis(20)).unwrap());
-    let s2 = s.clone();
+    // Whether the waiter returned after the second completion: a flag set just before it (the
+    // scheduler's lock orders the two), not the waiter's clock, which starts a thread start-up
+    // later than the main thread's sleep and failed under load.
+    let completed = Arc::new(AtomicBool::new(false));
+    let (s2, completed2) = (s.clone(), completed.clone());
     let waiter = thread::spawn(move || {
         let started = Instant::now();
         let room = s2.wait_for_room(&[t], LONG).unwrap();
-        (room, started.elapsed())
+        (room, completed2.load(Ordering::SeqCst), started.elapsed())
     });
     thread::sleep(Duration::from_millis(100));
+    completed.store(true, Ordering::SeqCst);
     s.complete(out[1]).unwrap();
-    let (room, waited) = waiter.join().unwrap();
+    let (room, after_completion, waited) = waiter.join().unwrap();
     assert!(room);
     assert!(
-        waited >= Duration::from_millis(100),
-        "woke before the room was there: {waited:?}"
+        after_completion,
+        "woke before the room was there, after {waited:?}"
     );
     assert!(
         waited < Duration::from_secs(5),
