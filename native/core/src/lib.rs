@@ -3,9 +3,9 @@
 //! A Kafka Streams task hands each record's numbers (task, partition, offset, key hash, slot) to
 //! [`Scheduler::submit`]; worker threads take runnable records with [`Scheduler::poll`] and
 //! report them with [`Scheduler::complete`] or [`Scheduler::fail`], or send one back to wait
-//! with [`Scheduler::retry`] (it keeps its key's place; not yet used by the agent). The scheduler
-//! never sees the
-//! record itself: the caller keeps it in a slot table indexed by the slot number.
+//! with [`Scheduler::retry`] (it keeps its key's place; the agent's `streamshard.retry.*`). The
+//! scheduler never sees the record itself: the caller keeps it in a slot table indexed by the
+//! slot number.
 //!
 //! # Guarantees
 //!
@@ -54,11 +54,11 @@
 //! [`Scheduler::metrics`] and [`Scheduler::has_capacity`] without it: reading never stalls the
 //! hot path. Values are individually exact; a snapshot may be a few records apart across values.
 //!
-//! The code is in two layers: `state.rs` holds the scheduling state and its transitions
-//! (submit, dispatch, finish, drop queued), which know nothing of the lock, the clock or the
-//! metrics and report what they did; `scheduler.rs` is the shell around it (the lock and spin
-//! policy, the condition variables and who waits on them, the wake-up policy, the published
-//! counters).
+//! The code is in two layers: `state/` holds the scheduling state and its transitions
+//! (submit, dispatch, finish, retry, drop queued), which know nothing of the lock, the clock or
+//! the metrics, report what they did and assert their own preconditions (`debug_assert!`);
+//! `scheduler/` is the shell around it (the lock and spin policy, the condition variables and
+//! who waits on them, the wake-up policy, the published counters).
 //!
 //! # Invariants (kept under the lock)
 //!

@@ -1,22 +1,34 @@
 //! The scheduler's shell: the lock, the spin policy, the condition variables and who waits on
 //! them, and the lock-free metrics. The scheduling itself (slots, lanes, ready lists, the ring)
-//! is `state.rs`: each operation here takes the lock, runs one of its transitions, and turns
+//! is `state/`: each operation here takes the lock, runs one of its transitions, and turns
 //! what the transition reports into wake-ups (`signal`, after unlocking) and published counters.
 //! See the crate documentation for the locking design and the invariants.
+//!
+//! By role: the spin policy (`spin.rs`), who waits for work and whom to wake (`wakeups.rs`),
+//! the waits of drains, closes and submitters at a cap (`waits.rs`), the lock-free metrics
+//! (`publish.rs`); the scheduler's operations here.
 
-use std::sync::atomic::AtomicU64;
+mod publish;
+mod spin;
+mod waits;
+mod wakeups;
+
+use publish::bump;
+use spin::Spin;
+use waits::NO_DEADLINE;
+use wakeups::{Waiters, Wake};
+
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::TryLockError;
 use std::time::{Duration, Instant};
 
 use crate::config::{SchedulerConfig, TaskOptions};
 use crate::error::{Error, TaskFailure, TaskId};
-use crate::histogram::{bucket_of, AtomicHistogram};
-use crate::metrics::{pack_id, MetricsSnapshot, TaskCounters, TotalCounters};
+use crate::histogram::AtomicHistogram;
+use crate::metrics::{pack_id, TaskCounters, TotalCounters};
 use crate::partition::PartitionProgress;
 pub use crate::state::{Capacity, Submission, TaskHandle};
-use crate::state::{DepthMove, Limits, Outcome, Readied, State, Task};
-use crate::sync::{yield_now, AtomicBool, Condvar, Mutex, MutexGuard, LOCK_SPINS, SPIN_LOOKS};
+use crate::state::{Limits, Outcome, Readied, State};
+use crate::sync::{AtomicBool, Condvar, Mutex, MutexGuard};
 
 /// How [`Scheduler::close`] treats records that have not started yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,73 +39,10 @@ pub enum CloseMode {
     DropQueued,
 }
 
-/// Who waits, kept under the lock beside the state: the wake-up policy's inputs.
-#[derive(Default)]
-struct Waiters {
-    idle_pollers: u32,
-    /// A poller is spinning outside the lock, watching `ready_hint` (at most one at a time).
-    spinning: bool,
-    /// Ready work is in the ring that no sleeping poller was woken for, because running
-    /// records' workers were to take it (`defer_wake`). While set, every record made ready
-    /// checks again whether to wake one; cleared by a wake-up and when the ring empties.
-    wake_deferred: bool,
-    drain_waiters: u32,
-    /// Submitters blocked in `wait_for_room`.
-    room_waiters: u32,
-    /// Free global places a room waiter needs (0: none waits for the global cap).
-    room_global_want: u32,
-}
-
 /// What the lock guards.
 struct Locked {
     st: State,
     w: Waiters,
-}
-
-/// How threads spin before they sleep: on the lock, and for work.
-struct Spin;
-
-impl Spin {
-    /// How long an out-of-work poller spins before it sleeps.
-    const FOR_WORK: Duration = Duration::from_micros(10);
-
-    /// Takes the lock, spinning a little first. Critical sections are short (a poller's batch is
-    /// a few microseconds): spinning for about that long is far cheaper than sleeping in the
-    /// kernel and being woken. No code under the lock calls out or panics on caller input, so a
-    /// poisoned lock can only follow a bug inside this crate; the state is still the last
-    /// consistent one written.
-    fn lock(m: &Mutex<Locked>) -> MutexGuard<'_, Locked> {
-        for i in 0..LOCK_SPINS {
-            match m.try_lock() {
-                Ok(g) => return g,
-                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(TryLockError::WouldBlock) => {
-                    for _ in 0..(1 << i.min(6)) {
-                        std::hint::spin_loop();
-                    }
-                }
-            }
-        }
-        m.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Watches `hint` for up to `budget`, yielding the CPU between looks.
-    fn for_work(hint: &AtomicBool, budget: Duration) {
-        let start = Instant::now();
-        for i in 0..SPIN_LOOKS {
-            if hint.load(Relaxed) {
-                return;
-            }
-            if i < 64 {
-                std::hint::spin_loop();
-            } else {
-                yield_now();
-                if i % 8 == 0 && start.elapsed() >= budget {
-                    return;
-                }
-            }
-        }
-    }
 }
 
 /// Per-key FIFO scheduler of records. See the crate documentation.
@@ -116,37 +65,6 @@ pub struct Scheduler {
     run_ns: AtomicHistogram,
     key_depths: AtomicHistogram,
     epoch: Instant,
-}
-
-/// Condition variables to signal once the lock is released.
-#[derive(Clone, Copy, Default)]
-#[must_use]
-struct Wake {
-    work: bool,
-    drains: bool,
-    room: bool,
-}
-
-impl Wake {
-    fn add(&mut self, other: Wake) {
-        self.work |= other.work;
-        self.drains |= other.drains;
-        self.room |= other.room;
-    }
-}
-
-/// Wait condition of a drain or close.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Until {
-    /// Nothing queued or running (a failed task: nothing running; it then reports its failure).
-    Empty,
-    /// Nothing running.
-    Idle,
-}
-
-/// Adds one to a counter only the lock holder writes (relaxed load + store, see lib.rs).
-fn bump(c: &AtomicU64, n: u64) {
-    c.store(c.load(Relaxed) + n, Relaxed);
 }
 
 impl Scheduler {
@@ -188,66 +106,6 @@ impl Scheduler {
 
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
-    }
-
-    // ------------------------------------------------------------------ publishing
-
-    /// Publishes a task's counters (called under the lock after every change).
-    fn publish(&self, ti: u32, t: &Task) {
-        let c = &self.counters[ti as usize];
-        c.queued.store(t.queued, Relaxed);
-        c.running.store(t.running, Relaxed);
-        c.submitted.store(t.submitted, Relaxed);
-        c.finished.store(t.finished, Relaxed);
-        c.failures.store(t.failures, Relaxed);
-        c.dropped.store(t.dropped, Relaxed);
-        c.retries.store(t.retries, Relaxed);
-        c.backoff.store(t.backoff, Relaxed);
-        c.active_keys.store(t.active_keys(), Relaxed);
-        c.max_key_depth.store(t.max_key_depth, Relaxed);
-        c.closed.store(t.closed, Relaxed);
-        c.failed.store(t.failure.is_some(), Relaxed);
-    }
-
-    fn publish_task(&self, st: &State, ti: u32) {
-        if let Some(t) = st.tasks[ti as usize].as_ref() {
-            self.publish(ti, t);
-        }
-    }
-
-    fn publish_totals(&self, st: &State) {
-        self.totals
-            .queued
-            .store(st.unfinished - st.running, Relaxed);
-        self.totals.running.store(st.running, Relaxed);
-    }
-
-    /// Publishes a task's sampled wait times: after a timed dispatch (only those change them) and
-    /// at registration (a reused counter slot starts from zero).
-    fn publish_wait(c: &TaskCounters, t: &Task) {
-        c.wait_count.store(t.wait.count, Relaxed);
-        c.wait_sum_ns.store(t.wait.sum, Relaxed);
-        c.wait_max_ns.store(t.wait.max, Relaxed);
-    }
-
-    /// Publishes a task's sampled run times: after a timed completion, and at registration.
-    fn publish_run(c: &TaskCounters, t: &Task) {
-        c.run_count.store(t.run.count, Relaxed);
-        c.run_sum_ns.store(t.run.sum, Relaxed);
-        c.run_max_ns.store(t.run.max, Relaxed);
-    }
-
-    /// Moves one key between depth buckets (depth 0 = no bucket).
-    fn move_depth(&self, m: DepthMove) {
-        let (a, b) = (bucket_of(m.from as u64), bucket_of(m.to as u64));
-        if a != b {
-            if m.from > 0 {
-                self.key_depths.adjust_exclusive(a, -1);
-            }
-            if m.to > 0 {
-                self.key_depths.adjust_exclusive(b, 1);
-            }
-        }
     }
 
     // ------------------------------------------------------------------ the task table
@@ -365,67 +223,6 @@ impl Scheduler {
         self.publish_task(&g.st, h.index);
         self.publish_totals(&g.st);
         Ok(done.capacity)
-    }
-
-    // ------------------------------------------------------------------ the wake-up policy
-
-    /// A record became ready: whether to wake a sleeping poller for it (the caller signals after
-    /// unlocking, so the woken thread does not run into the lock still held).
-    fn wake_for_ready(&self, g: &mut Locked, r: Readied) -> bool {
-        match r {
-            Readied::Held => return false,
-            Readied::EnteredRing => self.ready_hint.store(true, Relaxed),
-            // Whoever put the task into the ring woke a poller for it (or one was spinning, or
-            // none was idle); wake-ups chain from there.
-            Readied::AlreadyInRing if !g.w.wake_deferred => return false,
-            Readied::AlreadyInRing => {}
-        }
-        // A spinning poller will see the hint; otherwise wake a sleeping one, unless a running
-        // record's worker will take it soon.
-        if g.w.idle_pollers == 0 || g.w.spinning {
-            return false;
-        }
-        let defer = self.defer_wake(&g.st);
-        g.w.wake_deferred = defer;
-        !defer
-    }
-
-    /// Whether ready work may wait for a running record's worker instead of waking a sleeping
-    /// poller: `queued × wake_defer_ratio ≤ running` (`queued` counts every record not running,
-    /// ready or behind its key, so it never under-counts the ready ones). Safe for progress:
-    /// it needs `running > 0`, and every worker polls again after it completes
-    /// (`complete_and_poll`); `complete` and `fail` alone wake without deferral
-    /// ([`Self::wake_leftover`]).
-    fn defer_wake(&self, st: &State) -> bool {
-        let ratio = self.config.wake_defer_ratio;
-        let queued = st.unfinished.saturating_sub(st.running);
-        ratio > 0 && st.running > 0 && (queued as u64) * (ratio as u64) <= st.running as u64
-    }
-
-    /// Whether there is ready work, a sleeping poller for it, and no spinning one that will see it.
-    fn sleeper_for_ready(g: &Locked) -> bool {
-        g.st.has_ready() && g.w.idle_pollers > 0 && !g.w.spinning
-    }
-
-    /// After `complete` or `fail` (whose caller does not poll next): a sleeping poller for any
-    /// ready work, deferred or not, so no ready record waits on a worker that will not come.
-    fn wake_leftover(g: &mut Locked) -> bool {
-        let wake = Self::sleeper_for_ready(g);
-        g.w.wake_deferred &= !wake;
-        wake
-    }
-
-    /// Signals after the lock is released.
-    fn signal(&self, wake: Wake) {
-        if wake.work {
-            self.work_cv.notify_one();
-        }
-        if wake.drains {
-            self.drain_cv.notify_all();
-        }
-        if wake.room {
-            self.room_cv.notify_all();
-        }
     }
 
     // ------------------------------------------------------------------ poll and complete
@@ -547,7 +344,7 @@ impl Scheduler {
             let mut left = match deadline {
                 Some(d) if d <= now => return Ok(0),
                 Some(d) => d - now,
-                None => Duration::from_secs(3600), // "forever"; re-checked on every wake-up
+                None => NO_DEADLINE,
             };
             if let Some(due) = g.st.next_due() {
                 // A record in backoff becomes ready then: be awake to take it.
@@ -729,220 +526,6 @@ impl Scheduler {
             .collect())
     }
 
-    // ------------------------------------------------------------------ drain and close
-
-    /// Waits until every record submitted to `tasks` has completed, or `timeout` passes.
-    ///
-    /// A failed task dispatches nothing more, so for it the drain ends when none of its
-    /// records is running, with [`Error::TaskFailed`]. On timeout the error lists what remains
-    /// in each task and from which offset. Submitting to a task while draining it is allowed;
-    /// the drain then also waits for those records.
-    pub fn drain(&self, tasks: &[TaskHandle], timeout: Duration) -> Result<(), Error> {
-        let g = self.lock();
-        self.wait(g, tasks, Until::Empty, timeout)
-    }
-
-    /// Closes a task: it accepts no more records. `Drain` waits for every submitted record (a
-    /// failed task answers [`Error::TaskFailed`] once nothing runs); `DropQueued` discards the
-    /// queued records at once, appends their slots to `dropped` (for the caller to release;
-    /// appended even when the wait then fails) and waits only for the running ones, failed task
-    /// or not. On timeout the task stays closed and the error says what remains; close it
-    /// again to wait more, or with `DropQueued`.
-    pub fn close(
-        &self,
-        h: TaskHandle,
-        mode: CloseMode,
-        timeout: Duration,
-        dropped: &mut Vec<u32>,
-    ) -> Result<(), Error> {
-        let mut g = self.lock();
-        g.st.task(h)?.closed = true;
-        let until = match mode {
-            CloseMode::Drain => Until::Empty,
-            CloseMode::DropQueued => {
-                let before = dropped.len();
-                for m in g.st.drop_queued(h.index, dropped) {
-                    self.move_depth(m);
-                }
-                bump(&self.totals.dropped, (dropped.len() - before) as u64);
-                Until::Idle
-            }
-        };
-        self.publish_task(&g.st, h.index);
-        self.publish_totals(&g.st);
-        self.wait(g, &[h], until, timeout)
-    }
-
-    fn wait(
-        &self,
-        mut g: MutexGuard<'_, Locked>,
-        tasks: &[TaskHandle],
-        until: Until,
-        timeout: Duration,
-    ) -> Result<(), Error> {
-        let start = Instant::now();
-        let deadline = start.checked_add(timeout);
-        loop {
-            if g.st.shutdown {
-                return Err(Error::Shutdown);
-            }
-            let mut pending = false;
-            for &h in tasks {
-                let t = g.st.task(h)?;
-                // A failed task can never become empty; a wait for idle (close with
-                // `DropQueued`) succeeds all the same, the failure stays readable.
-                if let (Some(f), Until::Empty) = (&t.failure, until) {
-                    if t.running == 0 {
-                        return Err(Error::TaskFailed(f.clone()));
-                    }
-                }
-                pending |= match until {
-                    Until::Empty => t.unfinished() > 0,
-                    Until::Idle => t.running > 0,
-                };
-            }
-            if !pending {
-                return Ok(());
-            }
-            let now = Instant::now();
-            let left = match deadline {
-                Some(d) if d <= now => {
-                    let mut remaining = Vec::new();
-                    for &h in tasks {
-                        let t = g.st.task(h)?;
-                        if t.unfinished() > 0 {
-                            remaining.push(t.remaining());
-                        }
-                    }
-                    return Err(Error::DrainTimeout {
-                        waited_ms: start.elapsed().as_millis() as u64,
-                        remaining,
-                    });
-                }
-                Some(d) => d - now,
-                None => Duration::from_secs(3600),
-            };
-            g.w.drain_waiters += 1;
-            g = match self.drain_cv.wait_timeout(g, left) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-            g.w.drain_waiters -= 1;
-        }
-    }
-
-    // ------------------------------------------------------------------ room below a cap
-
-    /// How many free places a submitter waiting at a cap wants before it goes on: a quarter of
-    /// the smaller cap, at least one, so that one wake-up pays for a run of submits.
-    fn room_wanted(&self, cap: u32) -> u32 {
-        (cap.min(self.config.max_inflight) / 4).max(1)
-    }
-
-    /// Free places for task `t`, under both caps.
-    fn room_of(&self, st: &State, t: &Task) -> u32 {
-        t.cap
-            .saturating_sub(t.unfinished())
-            .min(self.config.max_inflight.saturating_sub(st.unfinished))
-    }
-
-    /// After a record of task `ti` ended, with a room waiter: whether to wake it. One-shot per
-    /// watched task and for the global want, so a wait costs one wake-up, not one per record.
-    fn room_freed(&self, g: &mut Locked, ti: u32) -> bool {
-        let free_global = self.config.max_inflight.saturating_sub(g.st.unfinished);
-        let mut wake = false;
-        if g.w.room_global_want > 0 && free_global >= g.w.room_global_want {
-            g.w.room_global_want = 0;
-            wake = true;
-        }
-        let room = match g.st.tasks[ti as usize].as_ref() {
-            Some(t) if t.room_want > 0 => {
-                t.failure.is_some() || self.room_of(&g.st, t) >= t.room_want
-            }
-            _ => false,
-        };
-        if room {
-            if let Some(t) = g.st.tasks[ti as usize].as_mut() {
-                t.room_want = 0;
-            }
-        }
-        wake || room
-    }
-
-    /// For a submitter whose tasks are at a cap: waits up to `timeout` until one of `tasks` has
-    /// room for a run of records (a quarter of its cap, see `room_wanted`), has failed, is closed
-    /// or is gone. Returns whether one has (false: the timeout passed). A StreamThread waits here
-    /// instead of in a consumer poll that no new record would end.
-    pub fn wait_for_room(&self, tasks: &[TaskHandle], timeout: Duration) -> Result<bool, Error> {
-        let mut g = self.lock();
-        let deadline = Instant::now().checked_add(timeout);
-        let mut waiting = false;
-        let result = loop {
-            if g.st.shutdown {
-                break Err(Error::Shutdown);
-            }
-            let mut ready = false;
-            let mut global_want = 0u32;
-            for &h in tasks {
-                let Some(t) = g.st.task_ref(h) else {
-                    ready = true;
-                    break;
-                };
-                let want = self.room_wanted(t.cap);
-                if t.closed || t.failure.is_some() || self.room_of(&g.st, t) >= want {
-                    ready = true;
-                    break;
-                }
-                if t.cap.saturating_sub(t.unfinished()) >= want {
-                    // Held by the global cap, not its own: every task's completions count.
-                    global_want = if global_want == 0 {
-                        want
-                    } else {
-                        global_want.min(want)
-                    };
-                }
-            }
-            if ready {
-                break Ok(true);
-            }
-            let now = Instant::now();
-            let left = match deadline {
-                Some(d) if d <= now => break Ok(false),
-                Some(d) => d - now,
-                None => Duration::from_secs(3600),
-            };
-            for &h in tasks {
-                if let Ok(t) = g.st.task(h) {
-                    t.room_want = self.room_wanted(t.cap);
-                }
-            }
-            let w = &mut g.w;
-            if global_want > 0 && (w.room_global_want == 0 || global_want < w.room_global_want) {
-                w.room_global_want = global_want;
-            }
-            if !waiting {
-                w.room_waiters += 1;
-                waiting = true;
-            }
-            g = match self.room_cv.wait_timeout(g, left) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        };
-        if waiting {
-            g.w.room_waiters -= 1;
-            for &h in tasks {
-                if let Ok(t) = g.st.task(h) {
-                    t.room_want = 0;
-                }
-            }
-            if g.w.room_waiters == 0 {
-                g.w.room_global_want = 0;
-            }
-        }
-        result
-    }
-
     // ------------------------------------------------------------------ shutdown, metrics
 
     /// Stops the scheduler: every blocked and later `poll`, `drain` and `close` returns
@@ -956,21 +539,6 @@ impl Scheduler {
 
     pub fn is_shutdown(&self) -> bool {
         self.lock().st.shutdown
-    }
-
-    /// A copy of all counters and distributions, read without the scheduler lock.
-    pub fn metrics(&self) -> MetricsSnapshot {
-        MetricsSnapshot {
-            tasks: self
-                .counters
-                .iter()
-                .filter_map(TaskCounters::snapshot)
-                .collect(),
-            totals: self.totals.snapshot(),
-            key_depths: self.key_depths.snapshot(),
-            wait_ns: self.wait_ns.snapshot(),
-            run_ns: self.run_ns.snapshot(),
-        }
     }
 
     /// Checks every invariant of the crate documentation over the whole state, and that the

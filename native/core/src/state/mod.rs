@@ -3,17 +3,32 @@
 //! Everything here runs under the scheduler's lock and nothing here knows of it: no condition
 //! variable, no atomic, no clock (the shell passes the time in). Each transition returns what
 //! happened as a `#[must_use]` value — which record became ready, whether its task entered the
-//! ring, how a key's depth moved, whether a task went idle — and the shell (`scheduler.rs`)
+//! ring, how a key's depth moved, whether a task went idle — and the shell (`scheduler/`)
 //! decides whom to wake and what to publish from it. [`State::check_invariants`] states the
 //! crate's invariants as code; the model and stress tests run it after every step.
+//!
+//! By role: the slot table and its lists (`slots.rs`), a key's lane (`lanes.rs`), what the
+//! transitions report (`outcomes.rs`), the invariants (`invariants.rs`); the state and its
+//! transitions here.
+
+mod invariants;
+mod lanes;
+mod outcomes;
+mod slots;
+mod task;
 
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasher, Hasher};
+
+use lanes::{Lane, IDLE_LANE};
+pub(crate) use outcomes::{DepthMove, Dispatched, Finished, Outcome, Readied, Retried, Submitted};
+use slots::FREE_SLOT;
+pub(crate) use slots::{SlotEntry, SlotList, SlotState};
+pub(crate) use task::Task;
 
 use crate::config::NullKeyOrdering;
-use crate::error::{Error, Remaining, TaskFailure, TaskId};
+use crate::error::{Error, TaskFailure, TaskId};
 use crate::partition::PartitionTracker;
 
 /// End of an intrusive list.
@@ -58,364 +73,6 @@ pub enum Capacity {
     TaskFull,
     /// All tasks together reached the global cap.
     GlobalFull,
-}
-
-/// How a running record ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Completed,
-    Failed,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SlotState {
-    Free,
-    /// Queued behind an unfinished record of the same key.
-    Waiting,
-    /// In its task's ready list.
-    Ready,
-    Running,
-    /// Ran, and waits to run again (a retry): still its key's active record, so the key's later
-    /// records wait behind it; in `State::timers` until due, then ready again.
-    Backoff,
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct SlotEntry {
-    pub(crate) state: SlotState,
-    /// Whether wait and run times of this record are recorded.
-    pub(crate) timed: bool,
-    /// Key-less record (`key` is then unused).
-    null_key: bool,
-    pub(crate) task: u32,
-    pub(crate) partition: u32,
-    /// Next slot in the key's waiting list or in the task's ready list.
-    next: u32,
-    key: u64,
-    seq: u64,
-    offset: i64,
-    pub(crate) submitted_ns: u64,
-    /// When it was dispatched (timed records); in `Backoff`, when it is due (every record).
-    pub(crate) dispatched_ns: u64,
-}
-
-const FREE_SLOT: SlotEntry = SlotEntry {
-    state: SlotState::Free,
-    timed: false,
-    null_key: false,
-    task: NIL,
-    partition: 0,
-    next: NIL,
-    key: 0,
-    seq: 0,
-    offset: 0,
-    submitted_ns: 0,
-    dispatched_ns: 0,
-};
-
-/// A FIFO list of slots linked through their `next` field (a slot is in at most one at a time:
-/// a lane's wait list or a task's ready list).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SlotList {
-    head: u32,
-    tail: u32,
-}
-
-impl SlotList {
-    const EMPTY: SlotList = SlotList {
-        head: NIL,
-        tail: NIL,
-    };
-
-    fn is_empty(&self) -> bool {
-        self.head == NIL
-    }
-
-    #[inline]
-    fn push_back(&mut self, slots: &mut [SlotEntry], slot: u32) {
-        slots[slot as usize].next = NIL;
-        if self.tail == NIL {
-            self.head = slot;
-        } else {
-            slots[self.tail as usize].next = slot;
-        }
-        self.tail = slot;
-    }
-
-    #[inline]
-    fn pop_front(&mut self, slots: &mut [SlotEntry]) -> Option<u32> {
-        let slot = self.head;
-        if slot == NIL {
-            return None;
-        }
-        self.head = slots[slot as usize].next;
-        if self.head == NIL {
-            self.tail = NIL;
-        }
-        slots[slot as usize].next = NIL;
-        Some(slot)
-    }
-
-    /// Empties the list, calling `f` on each slot in order (`f` may reuse the slot's link).
-    fn drain(&mut self, slots: &mut [SlotEntry], mut f: impl FnMut(&mut [SlotEntry], u32)) {
-        let mut s = std::mem::replace(self, SlotList::EMPTY).head;
-        while s != NIL {
-            let next = slots[s as usize].next;
-            f(slots, s);
-            s = next;
-        }
-    }
-
-    /// The slots in order (for checks).
-    #[cfg(any(test, debug_assertions))]
-    fn walk<'a>(&self, slots: &'a [SlotEntry]) -> impl Iterator<Item = u32> + 'a {
-        let mut s = self.head;
-        std::iter::from_fn(move || {
-            (s != NIL).then(|| {
-                let cur = s;
-                s = slots[cur as usize].next;
-                cur
-            })
-        })
-    }
-}
-
-/// A key with unfinished records: `active` is ready or running, the rest wait behind it.
-#[derive(Clone, Copy)]
-struct Lane {
-    active: u32,
-    waiting: SlotList,
-    /// Unfinished records of the key, the active one included.
-    depth: u32,
-}
-
-const IDLE_LANE: Lane = Lane {
-    active: NIL,
-    waiting: SlotList::EMPTY,
-    depth: 0,
-};
-
-impl Lane {
-    /// Adds a record: active if the lane was idle (returns true: it is ready), else waiting.
-    #[inline]
-    fn push(&mut self, slots: &mut [SlotEntry], slot: u32) -> bool {
-        self.depth += 1;
-        if self.active == NIL {
-            self.active = slot;
-            true
-        } else {
-            self.waiting.push_back(slots, slot);
-            false
-        }
-    }
-
-    /// Ends the active record: returns the next waiting one (now active), or `None` with the
-    /// lane idle.
-    #[inline]
-    fn advance(&mut self, slots: &mut [SlotEntry]) -> Option<u32> {
-        self.depth -= 1;
-        let next = self.waiting.pop_front(slots);
-        match next {
-            Some(s) => self.active = s,
-            None => *self = IDLE_LANE,
-        }
-        next
-    }
-}
-
-/// Mixes the 64-bit key hash once more so that a weak hash from the caller still spreads over
-/// the table (the map keys are already hashes; SipHash would only cost time).
-#[derive(Clone, Copy, Default)]
-struct KeyHashBuilder;
-
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        let mut z = self.0;
-        z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        z ^ (z >> 33)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8)) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-impl BuildHasher for KeyHashBuilder {
-    type Hasher = KeyHasher;
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher(0)
-    }
-}
-
-/// Count, sum and largest of sampled durations (ns), kept under the lock.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Sums {
-    pub(crate) count: u64,
-    pub(crate) sum: u64,
-    pub(crate) max: u64,
-}
-
-impl Sums {
-    pub(crate) fn add(&mut self, v: u64) {
-        self.count += 1;
-        self.sum = self.sum.saturating_add(v);
-        self.max = self.max.max(v);
-    }
-}
-
-pub(crate) struct Task {
-    pub(crate) id: TaskId,
-    null_keys: NullKeyOrdering,
-    pub(crate) cap: u32,
-    lanes: HashMap<u64, Lane, KeyHashBuilder>,
-    /// The serial lane of null keys; idle while `depth == 0`.
-    null_lane: Lane,
-    ready: SlotList,
-    in_ring: bool,
-    ring_next: u32,
-    pub(crate) partitions: Vec<PartitionTracker>,
-    pub(crate) closed: bool,
-    pub(crate) failure: Option<Box<TaskFailure>>,
-    pub(crate) queued: u32,
-    pub(crate) running: u32,
-    pub(crate) submitted: u64,
-    pub(crate) finished: u64,
-    pub(crate) failures: u64,
-    pub(crate) dropped: u64,
-    /// Records in backoff now (counted in `queued` too).
-    pub(crate) backoff: u32,
-    /// Records sent back to wait by [`State::retry`], since the task was registered.
-    pub(crate) retries: u64,
-    pub(crate) max_key_depth: u32,
-    /// Sampled submit-to-dispatch times of this task's records, ns.
-    pub(crate) wait: Sums,
-    /// Sampled dispatch-to-complete times of this task's records, ns.
-    pub(crate) run: Sums,
-    /// Free places a room waiter needs in this task (0: nobody waits for it). See
-    /// `Scheduler::wait_for_room`.
-    pub(crate) room_want: u32,
-}
-
-impl Task {
-    fn new(id: TaskId, null_keys: NullKeyOrdering, cap: u32) -> Self {
-        Task {
-            id,
-            null_keys,
-            cap,
-            lanes: HashMap::with_hasher(KeyHashBuilder),
-            null_lane: IDLE_LANE,
-            ready: SlotList::EMPTY,
-            in_ring: false,
-            ring_next: NIL,
-            partitions: Vec::new(),
-            closed: false,
-            failure: None,
-            queued: 0,
-            running: 0,
-            submitted: 0,
-            finished: 0,
-            failures: 0,
-            dropped: 0,
-            backoff: 0,
-            retries: 0,
-            max_key_depth: 0,
-            wait: Sums::default(),
-            run: Sums::default(),
-            room_want: 0,
-        }
-    }
-
-    pub(crate) fn unfinished(&self) -> u32 {
-        self.queued + self.running
-    }
-
-    pub(crate) fn active_keys(&self) -> u32 {
-        self.lanes.len() as u32 + (self.null_lane.depth > 0) as u32
-    }
-
-    pub(crate) fn remaining(&self) -> Remaining {
-        Remaining {
-            task: self.id,
-            queued: self.queued,
-            running: self.running,
-            backoff: self.backoff,
-            keys: self.active_keys(),
-            partitions: self
-                .partitions
-                .iter()
-                .enumerate()
-                .filter_map(|(p, t)| t.progress.lowest_unfinished.map(|o| (p as u32, o)))
-                .collect(),
-        }
-    }
-}
-
-/// How a key's depth (its unfinished records) moved: for the key-depth distribution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct DepthMove {
-    pub(crate) from: u32,
-    pub(crate) to: u32,
-}
-
-/// A record became ready in its task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Readied {
-    /// The task had failed: it stays out of the ring, nobody is to take the record.
-    Held,
-    /// The task was in the ring already: whoever put it there woke a poller for it.
-    AlreadyInRing,
-    /// The task entered the ring: a poller is to take it.
-    EnteredRing,
-}
-
-/// What a submit did.
-#[must_use]
-pub(crate) struct Submitted {
-    pub(crate) capacity: Capacity,
-    /// `None` for an unordered null-key record (it has no lane).
-    pub(crate) depth: Option<DepthMove>,
-    /// `None` if the record waits behind its key.
-    pub(crate) readied: Option<Readied>,
-}
-
-/// What ending a running record did.
-#[must_use]
-pub(crate) struct Finished {
-    /// The task's index.
-    pub(crate) task: u32,
-    /// When the record was dispatched, if it was timed.
-    pub(crate) dispatched_ns: Option<u64>,
-    pub(crate) depth: Option<DepthMove>,
-    /// The next record of its key became ready.
-    pub(crate) readied: Option<Readied>,
-    /// The task has no record running any more.
-    pub(crate) task_idle: bool,
-}
-
-/// What a dispatch did: the record in `slot` of task `task` now runs.
-#[must_use]
-pub(crate) struct Dispatched {
-    pub(crate) task: u32,
-    pub(crate) slot: u32,
-}
-
-/// What a retry did: the record in `slot` of task `task` waits until its due time.
-#[must_use]
-pub(crate) struct Retried {
-    pub(crate) task: u32,
-    /// When the attempt was dispatched, if it was timed.
-    pub(crate) dispatched_ns: Option<u64>,
-    /// The task has no record running any more.
-    pub(crate) task_idle: bool,
-    /// Its due time is now the earliest: a sleeping poller is to wait less.
-    pub(crate) earliest: bool,
 }
 
 /// The scheduling state: slots, tasks with their lanes and ready lists, and the ring of tasks
@@ -518,6 +175,10 @@ impl State {
             }
             None => return Err(Error::TooManyTasks { max: max_tasks }),
         };
+        debug_assert!(
+            self.tasks[index as usize].is_none(),
+            "task index {index} reused while live"
+        );
         self.tasks[index as usize] = Some(Task::new(id, null_keys, cap));
         self.ids.insert(id, index);
         Ok(TaskHandle {
@@ -553,6 +214,10 @@ impl State {
 
     #[inline]
     fn ring_push(&mut self, ti: u32) {
+        debug_assert!(
+            self.tasks[ti as usize].as_ref().is_none_or(|t| !t.in_ring),
+            "task {ti} pushed into the ring twice"
+        );
         if let Some(t) = self.tasks[ti as usize].as_mut() {
             t.in_ring = true;
             t.ring_next = NIL;
@@ -732,6 +397,15 @@ impl State {
     /// Puts `slot` at the end of its task's ready list and the task into the ring.
     #[inline]
     fn make_ready(&mut self, ti: u32, slot: u32) -> Readied {
+        debug_assert!(
+            matches!(
+                self.slots[slot as usize].state,
+                SlotState::Waiting | SlotState::Backoff
+            ) && self.slots[slot as usize].task == ti,
+            "slot {slot} made ready from {:?} of task {}, not waiting or in backoff in task {ti}",
+            self.slots[slot as usize].state,
+            self.slots[slot as usize].task
+        );
         let Some(t) = self.tasks[ti as usize].as_mut() else {
             return Readied::Held;
         };
@@ -764,6 +438,13 @@ impl State {
                 continue;
             };
             let e = &mut self.slots[slot as usize];
+            debug_assert!(
+                e.state == SlotState::Ready && e.task == ti && t.queued > 0,
+                "slot {slot} dispatched from {:?} (task {}, {} queued)",
+                e.state,
+                e.task,
+                t.queued
+            );
             e.state = SlotState::Running;
             t.queued -= 1;
             t.running += 1;
@@ -801,6 +482,10 @@ impl State {
         let e = self.running_entry(slot, max_inflight)?;
         let ti = e.task;
         let t = self.tasks[ti as usize].as_mut().ok_or(Error::UnknownTask)?;
+        debug_assert!(
+            t.running > 0 && self.running > 0 && self.unfinished > 0,
+            "slot {slot} finished with nothing counted running"
+        );
         t.partitions[e.partition as usize].finish(e.seq, outcome == Outcome::Completed);
         t.running -= 1;
         self.unfinished -= 1;
@@ -832,10 +517,18 @@ impl State {
         };
         if !e.null_key {
             // One hash lookup: the occupied entry is updated or removed in place.
-            if let Entry::Occupied(mut o) = t.lanes.entry(e.key) {
-                if advance(o.get_mut(), &mut self.slots) {
-                    o.remove();
+            match t.lanes.entry(e.key) {
+                Entry::Occupied(mut o) => {
+                    debug_assert_eq!(
+                        o.get().active,
+                        slot,
+                        "finished slot is not its lane's active record"
+                    );
+                    if advance(o.get_mut(), &mut self.slots) {
+                        o.remove();
+                    }
                 }
+                Entry::Vacant(_) => debug_assert!(false, "finished slot {slot} has no lane"),
             }
         } else if t.null_keys == NullKeyOrdering::Serial {
             advance(&mut t.null_lane, &mut self.slots);
@@ -864,6 +557,14 @@ impl State {
         let e = self.running_entry(slot, max_inflight)?;
         let ti = e.task;
         let t = self.tasks[ti as usize].as_mut().ok_or(Error::UnknownTask)?;
+        debug_assert!(
+            t.running > 0 && self.running > 0,
+            "slot {slot} retried with nothing counted running"
+        );
+        debug_assert!(
+            e.null_key || t.lanes.get(&e.key).is_some_and(|l| l.active == slot),
+            "retried slot {slot} is not its lane's active record"
+        );
         t.partitions[e.partition as usize].requeued();
         t.running -= 1;
         t.queued += 1;
@@ -898,8 +599,18 @@ impl State {
                 break;
             }
             self.timers.pop();
+            debug_assert_eq!(
+                self.slots[slot as usize].state,
+                SlotState::Backoff,
+                "a timer of slot {slot} outlived its backoff"
+            );
             let ti = self.slots[slot as usize].task;
             if let Some(t) = self.tasks[ti as usize].as_mut() {
+                debug_assert!(
+                    t.backoff > 0,
+                    "task {} released more than it had in backoff",
+                    t.id
+                );
                 t.backoff -= 1;
                 released(ti, t.backoff);
             }
@@ -973,235 +684,15 @@ impl State {
             t.backoff -= 1;
             release(slots, t, s);
         }
+        debug_assert!(
+            t.queued == 0 && t.backoff == 0,
+            "task {} kept {} queued ({} in backoff) after dropping its queued records",
+            t.id,
+            t.queued,
+            t.backoff
+        );
         *unfinished -= (dropped.len() - before) as u32;
         moves
-    }
-
-    // ------------------------------------------------------------------ the invariants
-
-    /// Checks the crate's invariants (lib.rs, "Invariants") over the whole state: O(slots +
-    /// keys), for tests. Returns the first one broken.
-    #[cfg(any(test, debug_assertions))]
-    pub(crate) fn check_invariants(&self, max_inflight: u32) -> Result<(), String> {
-        use std::collections::HashSet;
-        let mut seen = HashSet::new(); // slots met in some list or as a lane's active record
-        let (mut unfinished, mut running) = (0u32, 0u32);
-        for (ti, t) in self.tasks.iter().enumerate() {
-            let Some(t) = t else { continue };
-            let ti = ti as u32;
-            let id = t.id;
-            // 1, 2: ready list, lanes (active ready or running, the rest waiting in order).
-            let mut ready_count = 0;
-            for s in t.ready.walk(&self.slots) {
-                let e = &self.slots[s as usize];
-                if e.state != SlotState::Ready || e.task != ti || !seen.insert(s) {
-                    return Err(format!("task {id}: slot {s} in the ready list is {:?} of task {} (or listed twice)", e.state, e.task));
-                }
-                ready_count += 1;
-            }
-            let lanes = t.lanes.iter().map(|(k, l)| (Some(*k), l));
-            let null = (t.null_lane.depth > 0).then_some((None, &t.null_lane));
-            for (key, l) in lanes.chain(null) {
-                if l.depth == 0 || l.active == NIL {
-                    return Err(format!("task {id}: an idle lane is kept (key {key:?})"));
-                }
-                let a = &self.slots[l.active as usize];
-                let keyed = |e: &SlotEntry| {
-                    e.task == ti && e.null_key == key.is_none() && key.is_none_or(|k| e.key == k)
-                };
-                if !matches!(
-                    a.state,
-                    SlotState::Ready | SlotState::Running | SlotState::Backoff
-                ) || !keyed(a)
-                {
-                    return Err(format!(
-                        "task {id}: the active record of key {key:?} is {:?} or not the key's",
-                        a.state
-                    ));
-                }
-                if matches!(a.state, SlotState::Running | SlotState::Backoff)
-                    && !seen.insert(l.active)
-                {
-                    return Err(format!("task {id}: slot {} active in two lanes", l.active));
-                }
-                let mut depth = 1;
-                let mut prev = *a;
-                for s in l.waiting.walk(&self.slots) {
-                    let e = &self.slots[s as usize];
-                    if e.state != SlotState::Waiting || !keyed(e) || !seen.insert(s) {
-                        return Err(format!("task {id}: slot {s} waiting for key {key:?} is {:?}, another key's, or listed twice", e.state));
-                    }
-                    if e.partition == prev.partition && e.seq <= prev.seq {
-                        return Err(format!(
-                            "task {id}: key {key:?} out of order: seq {} behind {}",
-                            e.seq, prev.seq
-                        ));
-                    }
-                    prev = *e;
-                    depth += 1;
-                }
-                if depth != l.depth {
-                    return Err(format!(
-                        "task {id}: key {key:?} has depth {} but {depth} records",
-                        l.depth
-                    ));
-                }
-                if a.state == SlotState::Ready && !seen.contains(&l.active) {
-                    return Err(format!(
-                        "task {id}: the ready record of key {key:?} is not in the ready list"
-                    ));
-                }
-            }
-            // 2: at most one record per key ready or running: each is its lane's active one.
-            for (s, e) in self.slots.iter().enumerate() {
-                if e.task != ti
-                    || !matches!(
-                        e.state,
-                        SlotState::Ready | SlotState::Running | SlotState::Backoff
-                    )
-                {
-                    continue;
-                }
-                let lane = if !e.null_key {
-                    t.lanes.get(&e.key)
-                } else {
-                    (t.null_keys == NullKeyOrdering::Serial).then_some(&t.null_lane)
-                };
-                if lane.is_some_and(|l| l.active != s as u32) {
-                    return Err(format!("task {id}: slot {s} is {:?} but not its key's active record (two of one key at once)", e.state));
-                }
-                if !e.null_key && lane.is_none() {
-                    return Err(format!(
-                        "task {id}: slot {s} is {:?} with no lane for its key",
-                        e.state
-                    ));
-                }
-            }
-            // 3: the ring.
-            if !t.ready.is_empty() && t.failure.is_none() && !t.in_ring {
-                return Err(format!("task {id}: ready records but not in the ring"));
-            }
-            // 4: counts and caps.
-            let mine = |st: SlotState| {
-                self.slots
-                    .iter()
-                    .filter(|e| e.task == ti && e.state == st)
-                    .count() as u32
-            };
-            let (waiting, ready, run, backoff) = (
-                mine(SlotState::Waiting),
-                mine(SlotState::Ready),
-                mine(SlotState::Running),
-                mine(SlotState::Backoff),
-            );
-            if ready != ready_count
-                || t.queued != waiting + ready + backoff
-                || t.running != run
-                || t.backoff != backoff
-            {
-                return Err(format!("task {id}: queued {} running {} backoff {} but slots say {waiting} waiting, {ready} ready ({ready_count} listed), {run} running, {backoff} in backoff", t.queued, t.running, t.backoff));
-            }
-            if t.unfinished() > t.cap {
-                return Err(format!(
-                    "task {id}: {} unfinished over its cap {}",
-                    t.unfinished(),
-                    t.cap
-                ));
-            }
-            unfinished += t.unfinished();
-            running += t.running;
-            // 5: partitions: every live record pending in its tracker, counts agree.
-            for (p, tracker) in t.partitions.iter().enumerate() {
-                let live = self.slots.iter().filter(|e| {
-                    e.task == ti && e.partition == p as u32 && e.state != SlotState::Free
-                });
-                let (mut q, mut r) = (0u64, 0u64);
-                for e in live {
-                    if !tracker.is_pending(e.seq, e.offset) {
-                        return Err(format!(
-                            "task {id} partition {p}: offset {} (seq {}) is live but not pending",
-                            e.offset, e.seq
-                        ));
-                    }
-                    if e.state == SlotState::Running {
-                        r += 1
-                    } else {
-                        q += 1
-                    }
-                }
-                let pr = &tracker.progress;
-                if pr.queued != q
-                    || pr.running != r
-                    || pr.submitted < pr.queued + pr.running + pr.finished + pr.failed
-                {
-                    return Err(format!("task {id} partition {p}: progress {pr:?}, slots say {q} queued, {r} running"));
-                }
-                tracker
-                    .check_watermark()
-                    .map_err(|m| format!("task {id} partition {p}: {m}"))?;
-            }
-        }
-        let free = self
-            .slots
-            .iter()
-            .filter(|e| e.state == SlotState::Free)
-            .count() as u32;
-        if unfinished != self.unfinished
-            || running != self.running
-            || free + unfinished != self.slots.len() as u32
-            || unfinished > max_inflight
-        {
-            return Err(format!("totals: unfinished {} running {} (tasks say {unfinished}, {running}; {free} slots free)", self.unfinished, self.running));
-        }
-        // 6: the timers hold exactly the records in backoff, once each, at their due times.
-        let mut timed = HashSet::new();
-        for &Reverse((due, s)) in self.timers.iter() {
-            let e = &self.slots[s as usize];
-            if e.state != SlotState::Backoff || e.dispatched_ns != due || !timed.insert(s) {
-                return Err(format!(
-                    "timers: slot {s} due {due} is {:?} due {} (or listed twice)",
-                    e.state, e.dispatched_ns
-                ));
-            }
-        }
-        let in_backoff = self
-            .slots
-            .iter()
-            .filter(|e| e.state == SlotState::Backoff)
-            .count();
-        if in_backoff != timed.len() {
-            return Err(format!(
-                "timers: {} records in backoff, {} timed",
-                in_backoff,
-                timed.len()
-            ));
-        }
-        // 3: the ring holds each task once, exactly those marked in it.
-        let mut in_ring = HashSet::new();
-        let mut cur = self.ring_head;
-        let mut last = NIL;
-        while cur != NIL {
-            match self.tasks.get(cur as usize).and_then(Option::as_ref) {
-                Some(t) if t.in_ring && in_ring.insert(cur) => {
-                    last = cur;
-                    cur = t.ring_next;
-                }
-                _ => {
-                    return Err(format!(
-                        "ring: task index {cur} removed, not marked, or twice"
-                    ))
-                }
-            }
-        }
-        let marked = self.tasks.iter().flatten().filter(|t| t.in_ring).count();
-        if last != self.ring_tail || marked != in_ring.len() {
-            return Err(format!(
-                "ring: tail {} (walked to {last}), {marked} tasks marked, {} in it",
-                self.ring_tail,
-                in_ring.len()
-            ));
-        }
-        Ok(())
     }
 }
 
