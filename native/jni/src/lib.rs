@@ -290,25 +290,26 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_drain<'c>(
     })
 }
 
-/// Closes a task. With `dropQueued`, the discarded slots are written to `dropped` (followed by
-/// -1 if there is room) before any wait error is thrown, so the caller can always release them.
-/// Returns how many were dropped.
+/// Closes a task. `mode` is Java's `CloseMode` code, one per variant of the core's
+/// [`CloseMode`]: 0 `Drain`, 1 `DropQueued`. With `DropQueued`, the discarded slots are written to
+/// `dropped` (followed by -1 if there is room) before any wait error is thrown, so the caller can
+/// always release them. Returns how many were dropped.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_close<'c>(
     env: EnvUnowned<'c>,
     _class: JClass<'c>,
     h: jlong,
     task: jlong,
-    drop_queued: jboolean,
+    mode: jint,
     timeout_millis: jlong,
     dropped: JIntArray<'c>,
 ) -> jint {
     entry(env, |env| {
         let s = scheduler(h)?;
-        let mode = if drop_queued {
-            CloseMode::DropQueued
-        } else {
-            CloseMode::Drain
+        let mode = match mode {
+            0 => CloseMode::Drain,
+            1 => CloseMode::DropQueued,
+            m => return Err(Thrown::Argument(format!("close mode {m}: 0 (Drain) or 1 (DropQueued)"))),
         };
         let mut slots = Vec::new();
         let result = s.close(

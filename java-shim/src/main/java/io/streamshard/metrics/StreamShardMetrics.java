@@ -1,5 +1,6 @@
 package io.streamshard.metrics;
 
+import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.SchedulerMetrics;
 import java.util.ArrayList;
@@ -40,11 +41,7 @@ public final class StreamShardMetrics {
 
         long serialBacklog();
 
-        long drains();
-
-        long drainNanosTotal();
-
-        long drainNanosMax();
+        DrainStats drains();
     }
 
     private final Metrics registry;
@@ -201,13 +198,13 @@ public final class StreamShardMetrics {
                 "Drains (commit, suspend, punctuation, close, switch to inline) that "
                         + "waited for the task's records.",
                 tags,
-                (Gauge<Double>) (c, now) -> (double) t.drains()));
+                (Gauge<Double>) (c, now) -> (double) t.drains().count()));
         names.add(add("drain-time-avg-ns", "Mean time a drain waited, ns.", tags, (Gauge<Double>) (c, now) -> {
-            long n = t.drains();
-            return n == 0 ? Double.NaN : (double) t.drainNanosTotal() / n;
+            long n = t.drains().count();
+            return n == 0 ? Double.NaN : (double) t.drains().nanosTotal() / n;
         }));
         names.add(add("drain-time-max-ns", "Longest time a drain waited, ns.", tags, (Gauge<Double>)
-                (c, now) -> (double) t.drainNanosMax()));
+                (c, now) -> (double) t.drains().nanosMax()));
         taskMetrics.put(t, names);
     }
 

@@ -1,6 +1,7 @@
 package io.streamshard.runtime;
 
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.NativeScheduler;
 import io.streamshard.scheduler.TaskFailedException;
 import java.util.ArrayList;
@@ -32,6 +33,15 @@ public final class ShardExecutor implements AutoCloseable {
         long retryDelayNanos();
     }
 
+    /**
+     * Where a task's records' failures go: the task's owner keeps the first (the native scheduler
+     * keeps only that a record failed, which holds its offset and stops the task's dispatch).
+     */
+    public interface FailureSink {
+        /** On the worker that ran the record, before the scheduler hears of the failure. */
+        void failed(Throwable e);
+    }
+
     /** One slot of the table: written by the submitter before submit, read by one worker. */
     private static final class Work {
         Runnable run;
@@ -60,10 +70,13 @@ public final class ShardExecutor implements AutoCloseable {
                 name, config.workers(), config.maxInflight(), config.maxInflightPerTask(), config.drainTimeoutMs());
     }
 
-    /** Registers a stream task (sub-topology and partition numbers, as Kafka Streams names it). */
-    public ShardTask register(int subtopology, int partition, boolean unorderedNullKeys) {
+    /**
+     * Registers a stream task (sub-topology and partition numbers, as Kafka Streams names it);
+     * what its records throw on a worker goes to {@code failures}.
+     */
+    public ShardTask register(int subtopology, int partition, boolean unorderedNullKeys, FailureSink failures) {
         long h = scheduler.registerTask(subtopology, partition, unorderedNullKeys, 0);
-        return new ShardTask(h, subtopology + "_" + partition);
+        return new ShardTask(h, subtopology + "_" + partition, failures);
     }
 
     public NativeScheduler scheduler() {
@@ -123,9 +136,9 @@ public final class ShardExecutor implements AutoCloseable {
                     done = slot;
                 }
             } catch (Throwable e) {
-                // The exception is kept here only; the scheduler is told where (the offset it
-                // holds), never what: no toString() of the application's exception on this path.
-                task.recordFailure(e);
+                // The exception goes to the task's owner only; the scheduler is told where (the
+                // offset it holds), never what: no toString() of the application's exception here.
+                task.failures.failed(e);
                 scheduler.fail(slot);
                 free.release(slot);
             }
@@ -151,11 +164,12 @@ public final class ShardExecutor implements AutoCloseable {
     public final class ShardTask {
         private final long handle;
         private final String id;
-        private volatile Throwable failure;
+        private final FailureSink failures;
 
-        private ShardTask(long handle, String id) {
+        private ShardTask(long handle, String id, FailureSink failures) {
             this.handle = handle;
             this.id = id;
+            this.failures = failures;
         }
 
         public String id() {
@@ -170,30 +184,18 @@ public final class ShardExecutor implements AutoCloseable {
             return ShardExecutor.this;
         }
 
-        void recordFailure(Throwable e) {
-            if (failure == null) {
-                failure = e;
-            }
-        }
-
-        /** The first exception a record of this task threw on a worker, or null. */
-        public Throwable failure() {
-            return failure;
-        }
-
         /** Whether another record can be submitted now. */
         public boolean hasCapacity() {
             return free.size() > 0 && scheduler.hasCapacity(handle);
         }
 
         /**
-         * Hands a record over. Returns false, taking nothing, when a cap is reached.
+         * Hands a record over. Returns false, taking nothing, when a cap is reached or a record
+         * of the task failed (its failure is with the task's {@link FailureSink} then).
          *
          * @param key the serialized key bytes, or null for a null key
-         * @throws ShardTaskFailedException if a record of this task failed on a worker
          */
         public boolean submit(int partition, long offset, byte[] key, Runnable work) {
-            throwIfFailed();
             int slot = free.take();
             if (slot < 0) {
                 return false;
@@ -206,11 +208,7 @@ public final class ShardExecutor implements AutoCloseable {
                 code = scheduler.submit(
                         handle, partition, offset, key != null, key == null ? 0 : KeyHash.of(key), slot);
             } catch (TaskFailedException e) {
-                w.run = null;
-                w.task = null;
-                free.release(slot);
-                throwIfFailed();
-                throw e;
+                code = -1;
             } catch (RuntimeException e) {
                 w.run = null;
                 w.task = null;
@@ -226,25 +224,30 @@ public final class ShardExecutor implements AutoCloseable {
             return true;
         }
 
-        /** Waits until every submitted record has run; rethrows a worker's failure. */
-        public void drain() {
+        /**
+         * Waits until every submitted record has run: true, or false once none runs if a record
+         * failed (its failure is with the task's {@link FailureSink}). A timeout throws the
+         * scheduler's {@code DrainTimeoutException}.
+         */
+        public boolean drain() {
             try {
                 scheduler.drain(new long[] {handle}, drainTimeoutMs);
+                return true;
             } catch (TaskFailedException e) {
-                throwIfFailed();
-                throw e;
+                return false;
             }
-            throwIfFailed();
         }
 
         /**
-         * Closes the task: with {@code dropQueued} its queued records are discarded (their slots
-         * released) and only running ones are waited for; otherwise everything is drained.
+         * Closes the task: with {@link CloseMode#DROP_QUEUED} its queued records are discarded
+         * (their slots released) and only running ones are waited for; with {@link
+         * CloseMode#DRAIN} every record is (a failed task's queued records never run: close it
+         * dropping them).
          */
-        public void close(boolean dropQueued) {
+        public void close(CloseMode mode) {
             int[] dropped = new int[maxInflightPerTask + 1];
             try {
-                scheduler.closeTask(handle, dropQueued, drainTimeoutMs, dropped);
+                scheduler.closeTask(handle, mode, drainTimeoutMs, dropped);
             } finally {
                 for (int slot : dropped) {
                     if (slot < 0) {
@@ -256,13 +259,6 @@ public final class ShardExecutor implements AutoCloseable {
                 }
             }
             scheduler.removeTask(handle);
-        }
-
-        private void throwIfFailed() {
-            Throwable f = failure;
-            if (f != null) {
-                throw new ShardTaskFailedException(id, f);
-            }
         }
     }
 }

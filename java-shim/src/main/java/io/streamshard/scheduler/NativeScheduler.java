@@ -199,15 +199,15 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     /**
-     * Closes a task: it accepts nothing more. With {@code dropQueued} its queued records are
-     * discarded and their slots written to {@code dropped} (followed by -1 if there is room;
-     * written even when the wait then fails); then waits for running records (all records
-     * without {@code dropQueued}). Returns how many were dropped.
+     * Closes a task: it accepts nothing more. With {@link CloseMode#DROP_QUEUED} its queued
+     * records are discarded and their slots written to {@code dropped} (followed by -1 if there is
+     * room; written even when the wait then fails), then running records are waited for; with
+     * {@link CloseMode#DRAIN} every record is. Returns how many were dropped.
      */
-    public int closeTask(long task, boolean dropQueued, long timeoutMillis, int[] dropped) {
+    public int closeTask(long task, CloseMode mode, long timeoutMillis, int[] dropped) {
         long h = enter();
         try {
-            return close(h, task, dropQueued, timeoutMillis, dropped);
+            return close(h, task, mode.code, timeoutMillis, dropped);
         } finally {
             exit();
         }
@@ -393,7 +393,7 @@ public final class NativeScheduler implements AutoCloseable {
 
     private static native void drain(long h, long[] tasks, long timeoutMillis);
 
-    private static native int close(long h, long task, boolean dropQueued, long timeoutMillis, int[] dropped);
+    private static native int close(long h, long task, int mode, long timeoutMillis, int[] dropped);
 
     private static native void partitionProgress(long h, long task, int partition, long[] out);
 

@@ -1,8 +1,8 @@
 package io.streamshard.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.SchedulerMetrics;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -45,7 +45,7 @@ class ShardExecutorTest {
         final int keys = 200;
         final int records = 3_000;
         try (ShardExecutor ex = new ShardExecutor("test", 16, 512, 512, 30_000)) {
-            ShardExecutor.ShardTask task = ex.register(0, 0, false);
+            ShardExecutor.ShardTask task = ex.register(0, 0, false, NO_FAILURE);
             AtomicIntegerArray inUse = new AtomicIntegerArray(keys);
             AtomicLongArray lastSeq = new AtomicLongArray(keys);
             AtomicInteger concurrent = new AtomicInteger();
@@ -76,7 +76,7 @@ class ShardExecutorTest {
                     inUse.decrementAndGet(k);
                 });
             }
-            task.drain();
+            assertThat(task.drain()).isTrue();
             assertThat(violation.get()).isNull();
             for (int k = 0; k < keys; k++) {
                 assertThat(lastSeq.get(k)).isEqualTo(nextSeq[k]);
@@ -84,28 +84,40 @@ class ShardExecutorTest {
             assertThat(maxConcurrent.get()).isGreaterThanOrEqualTo(8);
             assertThat(threads).allMatch(n -> n.startsWith("test-worker-"));
             PartitionProgressCheck.committablePastAll(ex, task, records);
-            task.close(false);
+            task.close(CloseMode.DRAIN);
             awaitFreeSlots(ex, 512);
         }
     }
 
+    /** Keeps the first failure, as the agent's TaskFailure does. */
+    private static final class FirstFailure implements ShardExecutor.FailureSink {
+        final AtomicReference<Throwable> first = new AtomicReference<>();
+
+        @Override
+        public void failed(Throwable e) {
+            first.compareAndSet(null, e);
+        }
+    }
+
+    /** For tasks none of whose records fails: a failure would make their drain return false, which they assert. */
+    private static final ShardExecutor.FailureSink NO_FAILURE = e -> {};
+
     @Test
     void aWorkerFailureReachesTheOwnerUnchanged() {
         try (ShardExecutor ex = new ShardExecutor("test", 4, 64, 64, 10_000)) {
-            ShardExecutor.ShardTask task = ex.register(0, 1, false);
+            FirstFailure failures = new FirstFailure();
+            ShardExecutor.ShardTask task = ex.register(0, 1, false, failures);
             IllegalStateException boom = new IllegalStateException("remote call refused");
             submit(task, 0, 0, key(1), () -> {
                 throw boom;
             });
-            assertThatThrownBy(task::drain)
-                    .isInstanceOf(ShardTaskFailedException.class)
-                    .hasMessageContaining("task 0_1")
-                    .hasCause(boom);
-            assertThat(task.failure()).isSameAs(boom);
-            assertThatThrownBy(() -> task.submit(0, 1, key(2), () -> {}))
-                    .isInstanceOf(ShardTaskFailedException.class)
-                    .hasCause(boom);
-            task.close(true);
+            assertThat(task.drain()).as("a drain of a failed task").isFalse();
+            assertThat(failures.first.get()).isSameAs(boom);
+            assertThat(task.submit(0, 1, key(2), () -> {}))
+                    .as("a submit to a failed task")
+                    .isFalse();
+            assertThat(ex.freeSlots()).as("the refused submit took no slot").isEqualTo(64);
+            task.close(CloseMode.DROP_QUEUED);
             awaitFreeSlots(ex, 64);
         }
     }
@@ -130,24 +142,24 @@ class ShardExecutorTest {
         // 2 s drain timeout: a worker killed by printing the failure would leave its record
         // running, and drain would end in a timeout instead of the failure.
         try (ShardExecutor ex = new ShardExecutor("test", 1, 8, 8, 2_000)) {
-            ShardExecutor.ShardTask task = ex.register(0, 2, false);
+            FirstFailure failures = new FirstFailure();
+            ShardExecutor.ShardTask task = ex.register(0, 2, false, failures);
             Unprintable boom = new Unprintable();
             submit(task, 0, 0, key(1), () -> {
                 throw boom;
             });
-            assertThatThrownBy(task::drain)
-                    .isInstanceOf(ShardTaskFailedException.class)
-                    .hasMessageContaining("task 0_2")
-                    .hasMessageContaining(Unprintable.class.getName())
-                    .hasCause(boom);
-            task.close(true);
+            assertThat(task.drain())
+                    .as("a drain of a failed task, not a timeout")
+                    .isFalse();
+            assertThat(failures.first.get()).isSameAs(boom);
+            task.close(CloseMode.DROP_QUEUED);
             // The one worker is still alive: another task's record runs.
-            ShardExecutor.ShardTask other = ex.register(0, 3, false);
+            ShardExecutor.ShardTask other = ex.register(0, 3, false, NO_FAILURE);
             AtomicInteger ran = new AtomicInteger();
             submit(other, 0, 0, key(1), ran::incrementAndGet);
-            other.drain();
+            assertThat(other.drain()).isTrue();
             assertThat(ran.get()).isEqualTo(1);
-            other.close(false);
+            other.close(CloseMode.DRAIN);
         }
     }
 
@@ -190,7 +202,7 @@ class ShardExecutorTest {
     @Test
     void aRetriedRecordFreesItsWorkerAndKeepsItsKeysOrder() {
         try (ShardExecutor ex = new ShardExecutor("test", 1, 16, 16, 10_000)) {
-            ShardExecutor.ShardTask task = ex.register(0, 2, false);
+            ShardExecutor.ShardTask task = ex.register(0, 2, false, NO_FAILURE);
             List<String> ran = Collections.synchronizedList(new ArrayList<>());
             long start = System.nanoTime();
             Flaky flaky = new Flaky(2, 300, () -> ran.add("k1-a"));
@@ -207,7 +219,7 @@ class ShardExecutorTest {
             long elapsedMs = (System.nanoTime() - start) / 1_000_000;
             assertThat(ran).as("key 2 ran while key 1 waited").startsWith("k2-0", "k2-1", "k2-2", "k2-3", "k2-4");
             assertThat(elapsedMs).as("key 2 did not wait for key 1's backoff").isLessThan(300);
-            task.drain();
+            assertThat(task.drain()).isTrue();
             long drainedMs = (System.nanoTime() - start) / 1_000_000;
             assertThat(drainedMs).as("the drain waited for both backoffs").isGreaterThanOrEqualTo(2 * 300);
             assertThat(flaky.runs).hasValue(3);
@@ -216,7 +228,7 @@ class ShardExecutorTest {
             assertThat(m.retries).isEqualTo(2);
             assertThat(m.backoff).isZero();
             assertThat(m.finished).isEqualTo(7);
-            task.close(false);
+            task.close(CloseMode.DRAIN);
             awaitFreeSlots(ex, 16);
         }
     }
@@ -224,7 +236,7 @@ class ShardExecutorTest {
     @Test
     void closeDropQueuedReleasesEverySlot() throws Exception {
         try (ShardExecutor ex = new ShardExecutor("test", 1, 32, 32, 10_000)) {
-            ShardExecutor.ShardTask task = ex.register(1, 0, false);
+            ShardExecutor.ShardTask task = ex.register(1, 0, false, NO_FAILURE);
             CountDownLatch running = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
             AtomicInteger ran = new AtomicInteger();
@@ -241,7 +253,7 @@ class ShardExecutorTest {
                 submit(task, 0, i, key(i), ran::incrementAndGet);
             }
             running.await();
-            Thread closer = new Thread(() -> task.close(true));
+            Thread closer = new Thread(() -> task.close(CloseMode.DROP_QUEUED));
             closer.start();
             Thread.sleep(50);
             assertThat(closer.isAlive())

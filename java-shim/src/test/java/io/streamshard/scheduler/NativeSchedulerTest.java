@@ -86,7 +86,7 @@ class NativeSchedulerTest {
             assertThat(m.run.count).isEqualTo(1); // sampled: every record (shift 0)
             assertThat(m.run.meanNanos()).isGreaterThanOrEqualTo(0);
             assertThat(m.wait.count).isGreaterThanOrEqualTo(2);
-            s.closeTask(handles.get(19), false, 1_000, new int[4]);
+            s.closeTask(handles.get(19), CloseMode.DRAIN, 1_000, new int[4]);
             assertThat(s.metrics().task(2, 19)).as("a closed task has no row").isNull();
             s.removeTask(handles.get(19));
             assertThat(s.metrics().taskCount()).isEqualTo(19);
@@ -185,7 +185,7 @@ class NativeSchedulerTest {
                     .hasMessageContaining("partition 2 offset 100");
             assertThatThrownBy(() -> s.submit(t, 2, 102, true, 9, 2)).isInstanceOf(TaskFailedException.class);
             int[] dropped = new int[4];
-            int n = s.closeTask(t, true, 1_000, dropped);
+            int n = s.closeTask(t, CloseMode.DROP_QUEUED, 1_000, dropped);
             assertThat(n).isEqualTo(1);
             assertThat(dropped[0]).isEqualTo(1);
             assertThat(dropped[1]).isEqualTo(-1);

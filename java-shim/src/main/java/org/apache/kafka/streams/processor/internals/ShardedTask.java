@@ -3,18 +3,16 @@ package org.apache.kafka.streams.processor.internals;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
+import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.InlinePolicy;
+import io.streamshard.runtime.PartitionNumbers;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
-import io.streamshard.runtime.ShardTaskFailedException;
+import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.RecordTotals;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.Sensor;
@@ -42,8 +40,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     final InternalProcessorContext<?, ?> context;
     /** The serial-region nodes by identity; null if the task has none. Read by workers. */
     private final Set<ProcessorNode<?, ?, ?, ?>> serialNodes;
-    /** Partition → its number in the scheduler registration; concurrent: the status thread reads it. */
-    private final Map<TopicPartition, Integer> partitions = new ConcurrentHashMap<>();
+    /** Partition → its number in the scheduler registration. */
+    final PartitionNumbers<TopicPartition> partitions = new PartitionNumbers<>();
     /**
      * Whether the StreamThread may have written the task's cached key-value stores since its last
      * hand-off: set by every drain and every record run inline, cleared when the next record goes
@@ -53,6 +51,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private boolean threadMayHaveCached = true;
     /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
     private final InlinePolicy inline;
+    /** Where every record's run time goes. */
+    final RecordTimes times;
 
     private final int maxBacklog;
     /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
@@ -60,13 +60,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     /** The ordered hand-back into the serial region; null if the task has none. */
     final SerialRegion serialRegion;
 
+    /** The task's scheduler registration, made at its first handed-off record; null before, and after a close. */
     private ShardExecutor.ShardTask shard;
 
-    /** Drain statistics: written by the StreamThread only, read by metrics readers. */
-    private volatile long drains;
+    /** The first failure of the registration's records on a worker, and its forms for the StreamThread. */
+    final TaskFailure failure;
 
-    private volatile long drainNanosTotal;
-    private volatile long drainNanosMax;
+    private final DrainStats drains = new DrainStats();
 
     @Override
     public int subtopology() {
@@ -76,24 +76,6 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     @Override
     public int partition() {
         return task.id().partition();
-    }
-
-    /** The partition's number in the scheduler registration, or null before its first record. */
-    Integer partitionIndex(TopicPartition tp) {
-        return partitions.get(tp);
-    }
-
-    /**
-     * The partition's number, assigned at its first record. Only the StreamThread assigns, so a
-     * plain get-then-put is enough: no capturing lambda, no compute lock on the record path.
-     */
-    private int partitionNumber(TopicPartition tp) {
-        Integer n = partitions.get(tp);
-        if (n == null) {
-            n = partitions.size();
-            partitions.put(tp, n);
-        }
-        return n;
     }
 
     /** parallel, split (a parallel part and an ordered serial region) or inline (on the StreamThread). */
@@ -117,22 +99,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     }
 
     @Override
-    public long drains() {
+    public DrainStats drains() {
         return drains;
     }
-
-    @Override
-    public long drainNanosTotal() {
-        return drainNanosTotal;
-    }
-
-    @Override
-    public long drainNanosMax() {
-        return drainNanosMax;
-    }
-
-    /** The task's own process-latency sensor (DEBUG), recorded for the records streamshard runs. */
-    private final Sensor processLatency;
 
     ShardedTask(
             StreamShardInstances.Instance instance,
@@ -140,21 +109,15 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             Classification classification,
             Sensor processLatency) {
         this.instance = instance;
-        this.processLatency = processLatency;
         this.task = task;
         this.context = task.processorContext;
         this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
+        this.times = new RecordTimes(inline, processLatency);
         this.maxBacklog = instance.config.maxInflightPerTask();
         this.retry = RetryPolicy.of(instance.config);
+        this.failure = new TaskFailure(task.id(), instance.eos);
         if (classification.mode() == Classification.Mode.SPLIT) {
-            Set<String> names = classification.serialNodes();
-            Set<ProcessorNode<?, ?, ?, ?>> nodes = Collections.newSetFromMap(new IdentityHashMap<>());
-            for (ProcessorNode<?, ?, ?, ?> n : task.topology.processors()) {
-                if (names.contains(n.name())) {
-                    nodes.add(n);
-                }
-            }
-            serialNodes = nodes;
+            serialNodes = TopologyInspector.nodesNamed(task.topology, classification.serialNodes());
             serialRegion = new SerialRegion();
         } else {
             serialNodes = null;
@@ -162,38 +125,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         }
     }
 
-    /**
-     * Whether the task's process-latency sensor records now (its level, DEBUG, is enabled), as
-     * stock's {@code maybeMeasureLatency} asks: the time of the whole processor chain for one record,
-     * in nanoseconds, whichever thread runs it.
-     */
-    boolean measureLatency() {
-        return processLatency != null && processLatency.shouldRecord() && processLatency.hasMetrics();
-    }
-
-    /** Whether the inline policy wants records' run times (besides {@link #measureLatency}). */
-    boolean timing() {
-        return inline.timing();
-    }
-
-    /**
-     * The one sink of a record's run time, ns, whichever thread ran it (the StreamThread inline, a
-     * worker, the serial runner for the whole record): the inline policy, and the task's
-     * process-latency sensor if the record was {@code measured}.
-     */
-    void timed(long nanos, boolean measured) {
-        if (inline.timing()) {
-            inline.timed(nanos);
-        }
-        if (measured) {
-            processLatency.record(nanos);
-        }
-    }
-
     private ShardExecutor.ShardTask shard() {
         if (shard == null) {
             shard = instance.executor.register(
-                    task.id().subtopology(), task.id().partition(), instance.config.unorderedNullKeys());
+                    task.id().subtopology(), task.id().partition(), instance.config.unorderedNullKeys(), failure);
         }
         return shard;
     }
@@ -211,14 +146,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      */
     public Object submit(StampedRecord record, AbstractPartitionGroup.RecordInfo info, long wallClockTime) {
         try {
-            ShardExecutor.ShardTask handedOffBefore = shard;
-            if (handedOffBefore != null && handedOffBefore.failure() != null) {
-                // Rethrown only once none of the task's records runs: the stock failure path (under
-                // exactly-once, handleCorruption commits the thread's other tasks) must not race
-                // with this task's workers still sending.
-                drain();
-                TaskFailures.rethrow(handedOffBefore);
-            }
+            throwIfFailed();
             if (runInline()) {
                 // Nothing of the task is on a worker: stock's own body runs the record, on the
                 // context's own fields, and this task times it (ranInline).
@@ -229,7 +157,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             handOver(record, info, wallClockTime);
             return HandedOff.INSTANCE;
         } catch (RuntimeException e) {
-            throw TaskFailures.asThrownByProcess(e, shard, task.id());
+            throw failure.atProcess(e);
         }
     }
 
@@ -245,7 +173,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     /** StreamTask.doProcess exit for a record run inline (thrown or not): its time for the inline policy. */
     public void ranInline() {
-        timed(System.nanoTime() - inlineStarted, false); // the stock body records the sensor itself
+        times.timed(System.nanoTime() - inlineStarted, false); // the stock body records the sensor itself
         RecordTotals.ranInline();
     }
 
@@ -267,11 +195,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         if (serialRegion != null) {
             serialRegion.append(t);
         }
-        int partition = partitionNumber(info.partition());
+        int partition = partitions.numberOf(info.partition());
         long deadline = 0;
         byte[] rawKey = StreamShardCompat.COMPAT.rawKey(record);
         while (!shard.submit(partition, record.offset(), rawKey, t)) {
-            // Only when another StreamThread took the last global slots (isProcessable checked).
+            // A record failed since isProcessable, or another StreamThread took the last global
+            // slots (isProcessable checked the caps).
+            throwIfFailed();
             if (deadline == 0) {
                 deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs());
             } else if (System.nanoTime() > deadline) {
@@ -325,22 +255,17 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         if (shard == null) {
             return stock;
         }
-        ShardExecutor.ShardTask failed = shard;
-        if (failed.failure() != null) {
-            try {
-                drain();
-                TaskFailures.rethrow(failed);
-            } catch (RuntimeException e) {
-                throw TaskFailures.asThrownByIsProcessable(e, shard, task.id(), instance.eos);
-            }
+        try {
+            throwIfFailed();
+        } catch (RuntimeException e) {
+            throw failure.atIsProcessable(e);
         }
-        if (!stock) {
-            return false;
-        }
-        if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
+        if (stock && shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
             return true;
         }
-        RoomWait.atCap(shard);
+        if (stock) {
+            RoomWait.atCap(shard);
+        }
         return false;
     }
 
@@ -351,15 +276,28 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     // ---------------------------------------------------------------- barriers
 
-    /** StreamTask.prepareCommit entry: every handed-out record finishes before offsets are taken. */
-    public void beforeCommit(boolean clean) {
-        if (shard == null) {
-            return;
+    /**
+     * Throws the failure of a record of the task's, if one failed, once none of its records runs:
+     * the stock failure path (under exactly-once, handleCorruption commits the thread's other
+     * tasks) must not race with this task's workers still sending.
+     */
+    private void throwIfFailed() {
+        if (shard != null && failure.failed()) {
+            drain(); // ends in the failure (the scheduler dispatches nothing more of a failed task)
         }
-        if (clean) {
-            drain();
-        } else {
-            closeShard(true);
+    }
+
+    /**
+     * StreamTask.prepareCommit entry: every handed-out record finishes before offsets are taken; a
+     * dirty one (Kafka Streams' {@code clean == false}) drops the queued records instead.
+     */
+    public void beforeCommit(boolean clean) {
+        if (shard != null) {
+            if (clean) {
+                drain();
+            } else {
+                closeShard(CloseMode.DROP_QUEUED);
+            }
         }
     }
 
@@ -372,18 +310,14 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             return;
         }
         long started = System.nanoTime();
+        boolean drained;
         try {
-            shard.drain();
-        } catch (ShardTaskFailedException e) {
-            TaskFailures.rethrow(shard);
-            throw e;
+            drained = shard.drain();
         } finally {
-            long took = System.nanoTime() - started;
-            drains++;
-            drainNanosTotal += took;
-            if (took > drainNanosMax) {
-                drainNanosMax = took;
-            }
+            drains.add(System.nanoTime() - started);
+        }
+        if (!drained) {
+            failure.rethrow();
         }
         if (serialRegion != null && !serialRegion.empty()) {
             throw new IllegalStateException("streamshard: task " + task.id() + " drained with " + serialRegion.backlog()
@@ -391,26 +325,23 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         }
     }
 
-    /** How a task leaves the scheduler (StreamTask.closeClean / prepareRecycle, or closeDirty). */
-    enum CloseMode {
-        /** Every handed-out record runs to its end first (a failed task: as DIRTY). */
-        CLEAN,
-        /** Queued records are dropped; running ones are waited for. */
-        DIRTY
-    }
-
-    /** The task leaves the scheduler. */
+    /**
+     * The task leaves the scheduler: StreamTask.closeClean and prepareRecycle {@link
+     * CloseMode#DRAIN}, closeDirty {@link CloseMode#DROP_QUEUED}. A failed task's queued records
+     * never run, so it drops them whatever the mode.
+     */
     void close(CloseMode mode) {
         if (shard != null) {
-            closeShard(mode == CloseMode.DIRTY || shard.failure() != null);
+            closeShard(failure.failed() ? CloseMode.DROP_QUEUED : mode);
         }
     }
 
-    private void closeShard(boolean dropQueued) {
+    private void closeShard(CloseMode mode) {
         // Forgotten only once closed: if the close times out (Kafka Streams may swallow that and
         // go on), the next suspend or close still finds the task and waits for its workers again.
-        shard.close(dropQueued);
+        shard.close(mode);
         shard = null;
+        failure.clear(); // none of the registration's records runs any more
         if (serialRegion != null) {
             // Whatever was dropped never reaches the serial region; start it afresh.
             serialRegion.reset();

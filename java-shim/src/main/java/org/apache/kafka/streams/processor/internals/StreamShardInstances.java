@@ -5,6 +5,7 @@ import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.ShardExecutor;
+import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.NativeLibraryException;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -349,13 +350,16 @@ public final class StreamShardInstances {
         }
     }
 
-    /** StreamTask.closeClean / closeDirty / prepareRecycle entry: the task leaves the scheduler. */
-    public static void taskClosing(StreamTask task, boolean clean) {
+    /**
+     * StreamTask.closeClean / prepareRecycle ({@link CloseMode#DRAIN}) or closeDirty ({@link
+     * CloseMode#DROP_QUEUED}) entry: the task leaves the scheduler.
+     */
+    public static void taskClosing(StreamTask task, CloseMode mode) {
         ShardedTask s = TASKS.remove(task);
         if (s != null) {
             s.instance.metrics.removeTask(s);
-            s.close(clean ? ShardedTask.CloseMode.CLEAN : ShardedTask.CloseMode.DIRTY);
-            if (!clean) {
+            s.close(mode);
+            if (mode == CloseMode.DROP_QUEUED) {
                 // Kafka Streams may revive this very object (task corruption): it then runs parallel
                 // again, from a fresh scheduler registration. Weakly held, so a task dropped for good
                 // is not kept.

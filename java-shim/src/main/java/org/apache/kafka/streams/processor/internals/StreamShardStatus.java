@@ -205,16 +205,16 @@ final class StreamShardStatus {
                 .field("sharded", s != null);
         if (s != null) {
             j.field("serial_backlog", s.serialBacklog())
-                    .field("drain_total", s.drains())
-                    .field("drain_time_total_ns", s.drainNanosTotal())
-                    .field("drain_time_max_ns", s.drainNanosMax());
+                    .field("drain_total", s.drains().count())
+                    .field("drain_time_total_ns", s.drains().nanosTotal())
+                    .field("drain_time_max_ns", s.drains().nanosMax());
         }
         j.key("partitions").array();
         List<TopicPartition> parts = new ArrayList<>(tm.topicPartitions());
         parts.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
         for (TopicPartition tp : parts) {
             j.object()
-                    .field("index", s == null ? null : toLong(s.partitionIndex(tp)))
+                    .field("index", s == null ? null : toLong(s.partitions.get(tp)))
                     .field("topic", tp.topic())
                     .field("partition", tp.partition())
                     .field("committed", offset(tm.committedOffsets(), tp))

@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.scheduler.CloseMode;
 import net.bytebuddy.asm.Advice;
 import org.apache.kafka.common.metrics.Sensor;
 import org.apache.kafka.common.utils.Time;
@@ -160,7 +161,7 @@ public final class StreamTaskAdvice {
     public static final class CloseClean {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            StreamShardInstances.taskClosing(task, true);
+            StreamShardInstances.taskClosing(task, CloseMode.DRAIN);
         }
     }
 
@@ -168,7 +169,7 @@ public final class StreamTaskAdvice {
     public static final class CloseDirty {
         @Advice.OnMethodEnter
         static void enter(@Advice.This StreamTask task) {
-            StreamShardInstances.taskClosing(task, false);
+            StreamShardInstances.taskClosing(task, CloseMode.DROP_QUEUED);
         }
     }
 

@@ -104,8 +104,8 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
 
     /** Runs the parallel part; false if it is to run again after a backoff. */
     private boolean runParallelPart() {
-        boolean measured = owner.measureLatency();
-        long started = measured || owner.timing() ? System.nanoTime() : 0;
+        boolean measured = owner.times.measureLatency();
+        long started = measured || owner.times.timing() ? System.nanoTime() : 0;
         RetryPolicy retry = owner.retry;
         ProcessorRecordContext rc = recordContext;
         if (retry != null) {
@@ -130,7 +130,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
             again = true;
             retryDelayNanos = frame.retryDelayNanos;
         } catch (RuntimeException e) {
-            throw TaskFailures.asStock(e, owner.task.id(), source.name(), rc);
+            throw owner.failure.asStock(e, source.name(), rc);
         } finally {
             StreamShardFrames.pop();
             if (started != 0 && !again) { // a record's latency is that of its last attempt
@@ -139,7 +139,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
                     parallelNanos = took; // the whole record is timed once its serial part ran
                     latencyPending = measured;
                 } else {
-                    owner.timed(took, measured);
+                    owner.times.timed(took, measured);
                 }
             }
         }
@@ -197,16 +197,16 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
         boolean measured = latencyPending;
         latencyPending = false;
         if (p == null) {
-            owner.timed(parallelNanos, measured);
+            owner.times.timed(parallelNanos, measured);
             return;
         }
         RecordTotals.ranSerialPart();
-        long started = owner.timing() || measured ? System.nanoTime() : 0;
+        long started = owner.times.timing() || measured ? System.nanoTime() : 0;
         try {
             replay(p);
         } finally {
             if (started != 0) {
-                owner.timed(parallelNanos + System.nanoTime() - started, measured);
+                owner.times.timed(parallelNanos + System.nanoTime() - started, measured);
             }
         }
     }
@@ -221,7 +221,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
                     owner.task.maybeRecordE2ELatency(f.record.timestamp(), f.systemTimeMs, f.child.name());
                 }
             } catch (RuntimeException e) {
-                throw TaskFailures.asStock(e, owner.task.id(), source.name(), recordContext);
+                throw owner.failure.asStock(e, source.name(), recordContext);
             } finally {
                 StreamShardFrames.pop();
             }

@@ -9,8 +9,10 @@ import io.streamshard.status.Json;
 import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -43,6 +45,17 @@ public final class TopologyInspector {
             Collection<String> forcedSerial,
             String defaultKeySerde) {
         return NodeClassifier.classify(nodes(topology, defaultKeySerde), stores(topology), optedIn, forcedSerial);
+    }
+
+    /** The topology's processor nodes named in {@code names}, as an identity set (the record path's lookups). */
+    static Set<ProcessorNode<?, ?, ?, ?>> nodesNamed(ProcessorTopology topology, Set<String> names) {
+        Set<ProcessorNode<?, ?, ?, ?>> nodes = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (ProcessorNode<?, ?, ?, ?> n : topology.processors()) {
+            if (names.contains(n.name())) {
+                nodes.add(n);
+            }
+        }
+        return nodes;
     }
 
     /**

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.runtime.ShardExecutor;
+import io.streamshard.scheduler.CloseMode;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -158,7 +159,7 @@ class ShardedTaskTest {
             assertThat(seen.get("k" + k)).as("key k%d in offset order", k).containsExactlyElementsOf(expected);
         }
         assertThat(overlaps.get()).as("a key on two threads at once").isZero();
-        assertThat(sharded.drains()).isEqualTo(1);
+        assertThat(sharded.drains().count()).isEqualTo(1);
     }
 
     @Test
@@ -190,7 +191,7 @@ class ShardedTaskTest {
         });
         releaser.start();
         long t0 = System.nanoTime();
-        sharded.close(ShardedTask.CloseMode.DIRTY);
+        sharded.close(CloseMode.DROP_QUEUED);
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
         releaser.join();
         assertThat(tookMs).as("the close waited for the running record").isGreaterThanOrEqualTo(150);
