@@ -1,38 +1,20 @@
 package io.streamshard.agent;
 
-import static net.bytebuddy.matcher.ElementMatchers.isDeclaredBy;
 import static net.bytebuddy.matcher.ElementMatchers.named;
-import static net.bytebuddy.matcher.ElementMatchers.takesArgument;
-import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
 import io.streamshard.scheduler.NativeLibrary;
 import io.streamshard.scheduler.NativeLibraryException;
-import java.io.IOException;
-import java.io.InputStream;
-import java.lang.instrument.IllegalClassFormatException;
 import java.lang.instrument.Instrumentation;
-import java.security.ProtectionDomain;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.Set;
 import java.util.WeakHashMap;
-import java.util.stream.Collectors;
-import java.util.stream.Stream;
 import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
-import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
-import net.bytebuddy.asm.Advice;
 import net.bytebuddy.asm.AsmVisitorWrapper;
-import net.bytebuddy.asm.MemberSubstitution;
-import net.bytebuddy.description.field.FieldDescription;
-import net.bytebuddy.description.method.MethodDescription;
-import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
 import net.bytebuddy.matcher.ElementMatchers;
@@ -54,42 +36,6 @@ import net.bytebuddy.utility.JavaModule;
  */
 public final class StreamShardAgent {
     static final String P = "org.apache.kafka.streams.processor.internals.";
-    static final String FRAMES = P + "StreamShardFrames";
-    static final String RETRY = P + "StreamShardRetry";
-    /** The class whose calls of its processor go through {@link #RETRY} (a member substitution). */
-    static final String PROCESSOR_NODE = P + "ProcessorNode";
-    /** The foreign-key join's per-record memo, kept per thread (StreamShardForeignKeys). */
-    static final String FK_MEMO = P + "StreamShardForeignKeys";
-    /** The class whose {@code recordHash} field goes through {@link #FK_MEMO}. */
-    static final String FK_SEND =
-            "org.apache.kafka.streams.kstream.internals.foreignkeyjoin.SubscriptionSendProcessorSupplier$UnbindChangeProcessor";
-
-    private static final String API = "org.apache.kafka.streams.processor.api.";
-    /** Minor versions the test suite runs on; another whose checks all pass installs with a WARN. */
-    static final List<String> TESTED = List.of("3.9", "4.0", "4.1", "4.2", "4.3", "4.4");
-
-    /**
-     * Every advice point, one list per instrumented Kafka class (its {@code …Hooks} file, beside the
-     * {@code …Advice} file with the advice); all bind or none is installed.
-     */
-    static final List<Hook> HOOKS = Stream.of(
-                    KafkaStreamsHooks.HOOKS,
-                    InternalTopologyBuilderHooks.HOOKS,
-                    StreamTaskHooks.HOOKS,
-                    StreamThreadHooks.HOOKS,
-                    TaskManagerHooks.HOOKS,
-                    RecordDeserializerHooks.HOOKS,
-                    ProcessorContextHooks.HOOKS,
-                    StreamsProducerHooks.HOOKS,
-                    StoreHooks.HOOKS)
-            .flatMap(List::stream)
-            .collect(Collectors.toUnmodifiableList());
-
-    /** Fields whose every read and write in these classes goes through {@link #FRAMES}. */
-    static final List<String> FRAMED_TYPES = ProcessorContextHooks.FRAMED_TYPES;
-
-    static final Map<String, List<String>> FRAMED_FIELDS =
-            Map.of(ProcessorContextHooks.ABSTRACT, ProcessorContextHooks.FRAMED_FIELDS);
 
     private static volatile Instrumentation instrumentation;
     private static final Map<ClassLoader, Loader> LOADERS = Collections.synchronizedMap(new WeakHashMap<>());
@@ -176,10 +122,8 @@ public final class StreamShardAgent {
             System.setProperty(safe, "true");
         }
         Set<String> types = new LinkedHashSet<>();
-        HOOKS.forEach(h -> types.add(h.type()));
-        types.addAll(FRAMED_TYPES);
-        types.add(PROCESSOR_NODE);
-        types.add(FK_SEND);
+        Hooks.HOOKS.forEach(h -> types.add(h.type()));
+        Hooks.REWRITES.forEach(r -> types.addAll(r.types));
         // The transformer never looks at ByteBuddy's or the agent's own classes: loading one while
         // it runs (a TypePool, a locator) would otherwise re-enter it and define that class twice.
         AgentBuilder builder = new AgentBuilder.Default()
@@ -224,45 +168,6 @@ public final class StreamShardAgent {
         instrumentation = inst;
         builder.installOn(inst);
         return true;
-    }
-
-    /**
-     * The registered transformer: hands ByteBuddy only the classes the agent instruments, by
-     * name. Otherwise every class the JVM loads went through ByteBuddy's type matching, which
-     * parses its class file; with thousands of classes that cost about a second of CPU at start
-     * and made ByteBuddy's parser hot enough for the JIT compiler to spend more on it while the
-     * application was already processing.
-     */
-    static final class OnlyNamed extends ResettableClassFileTransformer.WithDelegation {
-        private final Set<String> internalNames = new HashSet<>();
-
-        OnlyNamed(ResettableClassFileTransformer delegate, Set<String> types) {
-            super(delegate);
-            types.forEach(t -> internalNames.add(t.replace('.', '/')));
-        }
-
-        @Override
-        public byte[] transform(
-                ClassLoader loader, String className, Class<?> redefined, ProtectionDomain domain, byte[] classFile)
-                throws IllegalClassFormatException {
-            return className != null && internalNames.contains(className)
-                    ? classFileTransformer.transform(loader, className, redefined, domain, classFile)
-                    : null;
-        }
-
-        @Override
-        public byte[] transform(
-                Module module,
-                ClassLoader loader,
-                String className,
-                Class<?> redefined,
-                ProtectionDomain domain,
-                byte[] classFile)
-                throws IllegalClassFormatException {
-            return className != null && internalNames.contains(className)
-                    ? classFileTransformer.transform(module, loader, className, redefined, domain, classFile)
-                    : null;
-        }
     }
 
     /** The decision for {@code loader}, made the first time it is asked. */
@@ -310,7 +215,7 @@ public final class StreamShardAgent {
         ClassFileLocator locator = new ClassFileLocator.Compound(
                 ClassFileLocator.ForClassLoader.of(loader), ClassFileLocator.ForClassLoader.of(ours));
         TypePool pool = TypePool.Default.of(locator);
-        String version = version(loader);
+        String version = KafkaVersion.of(loader);
         KafkaReferences.Result result = verify(pool, version, KafkaReferences.index(ours));
         if (!guard(loader, result.problems, version)) {
             return new Loader(false, version, Map.of());
@@ -319,12 +224,12 @@ public final class StreamShardAgent {
             HelperInjector.inject(instrumentation, loader, ours, KafkaReferences.lines(ours, KafkaReferences.HELPERS));
         }
         AgentState.variants(loader, result.variants);
-        Map<String, List<AsmVisitorWrapper>> byType = visitors(pool, locator);
-        if (!TESTED.contains(minor(version))) {
+        Map<String, List<AsmVisitorWrapper>> byType = Hooks.visitors(pool, locator);
+        if (!KafkaVersion.TESTED.contains(KafkaVersion.minor(version))) {
             AgentLog.warn(
                     loader,
                     "streamshard: Kafka Streams " + version + " is not among the tested versions ("
-                            + String.join(", ", TESTED) + "); every check passed, so streamshard runs it");
+                            + String.join(", ", KafkaVersion.TESTED) + "); every check passed, so streamshard runs it");
         }
         AgentLog.info(loader, "streamshard: agent installed on Kafka Streams " + version);
         return new Loader(true, version, byType);
@@ -337,55 +242,14 @@ public final class StreamShardAgent {
      */
     static KafkaReferences.Result verify(TypePool pool, String version, List<KafkaReferences.Ref> refs) {
         List<String> problems = new ArrayList<>();
-        if (older(version, TESTED.get(0))) {
-            problems.add("Kafka Streams " + version + " is older than " + TESTED.get(0)
+        if (KafkaVersion.older(version, KafkaVersion.TESTED.get(0))) {
+            problems.add("Kafka Streams " + version + " is older than " + KafkaVersion.TESTED.get(0)
                     + ", the oldest version streamshard serves");
         }
-        problems.addAll(check(pool));
+        problems.addAll(Hooks.check(pool));
         KafkaReferences.Result r = KafkaReferences.check(pool, refs);
         problems.addAll(r.problems);
         return new KafkaReferences.Result(problems, r.variants);
-    }
-
-    /** The advice installed on the Kafka Streams {@code pool} describes ("StreamTaskAdvice$DoProcess"). */
-    static List<String> applied(TypePool pool) {
-        List<String> out = new ArrayList<>();
-        for (Hook h : HOOKS) {
-            if (h.applies(pool)) {
-                out.add(h.advice().substring(P.length()));
-            }
-        }
-        return out;
-    }
-
-    /** The advice and substitutions per instrumented class, for the Kafka Streams {@code pool} describes. */
-    static Map<String, List<AsmVisitorWrapper>> visitors(TypePool pool, ClassFileLocator locator) {
-        Map<String, List<AsmVisitorWrapper>> byType = new LinkedHashMap<>();
-        for (Hook h : HOOKS) {
-            if (h.applies(pool)) {
-                byType.computeIfAbsent(h.type(), k -> new ArrayList<>())
-                        .add(Advice.to(pool.describe(h.advice()).resolve(), locator)
-                                .on(h.matcher()));
-            }
-        }
-        AsmVisitorWrapper frames = frameSubstitution(pool);
-        FRAMED_TYPES.forEach(
-                t -> byType.computeIfAbsent(t, k -> new ArrayList<>()).add(frames));
-        byType.computeIfAbsent(PROCESSOR_NODE, k -> new ArrayList<>()).add(retrySubstitution(pool));
-        byType.computeIfAbsent(FK_SEND, k -> new ArrayList<>()).add(foreignKeyMemoSubstitution(pool));
-        return byType;
-    }
-
-    /** Whether {@code version} ("3.7.2", "4.4.0 (with …)") is older than {@code minor} ("3.9"); false if unknown. */
-    static boolean older(String version, String minor) {
-        try {
-            String[] v = minor(version).split("\\.");
-            String[] m = minor.split("\\.");
-            int major = Integer.parseInt(v[0]) - Integer.parseInt(m[0]);
-            return major < 0 || major == 0 && Integer.parseInt(v[1]) < Integer.parseInt(m[1]);
-        } catch (RuntimeException e) {
-            return false;
-        }
     }
 
     /** Whether {@code loader} resolves {@code type}'s name to {@code type} itself (one shared copy). */
@@ -411,173 +275,5 @@ public final class StreamShardAgent {
                         + "); nothing was changed, the application runs stock (serial)",
                 null);
         return false;
-    }
-
-    /** Reads and writes of the per-thread context fields, routed through the frames. */
-    static AsmVisitorWrapper frameSubstitution(TypePool pool) {
-        return fieldsThrough(
-                pool.describe(FRAMES).resolve(), "recordContext", "RecordContext", "currentNode", "CurrentNode");
-    }
-
-    /**
-     * Every read and write of each named field (pairs: the field, and the suffix of its helpers
-     * {@code read<Suffix>}/{@code write<Suffix>} in {@code helpers}) goes through those helpers.
-     */
-    private static AsmVisitorWrapper fieldsThrough(TypeDescription helpers, String... fieldAndSuffix) {
-        MemberSubstitution s = MemberSubstitution.relaxed();
-        for (int i = 0; i < fieldAndSuffix.length; i += 2) {
-            s = s.field(named(fieldAndSuffix[i]))
-                    .onRead()
-                    .replaceWith(helper(helpers, "read" + fieldAndSuffix[i + 1]))
-                    .field(named(fieldAndSuffix[i]))
-                    .onWrite()
-                    .replaceWith(helper(helpers, "write" + fieldAndSuffix[i + 1]));
-        }
-        return s.on(ElementMatchers.any());
-    }
-
-    /**
-     * ProcessorNode.process's calls of its processor ({@code Processor.process},
-     * {@code FixedKeyProcessor.process}), routed through {@link #RETRY}, which sees a failure
-     * before the processing exception handler does.
-     */
-    static AsmVisitorWrapper retrySubstitution(TypePool pool) {
-        TypeDescription retry = pool.describe(RETRY).resolve();
-        MemberSubstitution.WithoutSpecification.ForMatchedMethod plain =
-                MemberSubstitution.relaxed().method(named("process").and(isDeclaredBy(named(API + "Processor"))));
-        return plain.replaceWith(processHelper(retry, API + "Processor"))
-                .method(named("process").and(isDeclaredBy(named(API + "FixedKeyProcessor"))))
-                .replaceWith(processHelper(retry, API + "FixedKeyProcessor"))
-                .on(named("process").and(takesArguments(1)));
-    }
-
-    /**
-     * The foreign-key join's {@code recordHash} memo: every read and write inside
-     * {@link #FK_SEND} goes to a slot of the calling thread ({@link #FK_MEMO}), so records of
-     * different keys running at once never see each other's hash.
-     */
-    static AsmVisitorWrapper foreignKeyMemoSubstitution(TypePool pool) {
-        return fieldsThrough(pool.describe(FK_MEMO).resolve(), "recordHash", "RecordHash");
-    }
-
-    private static MethodDescription processHelper(TypeDescription retry, String processorType) {
-        return retry.getDeclaredMethods()
-                .filter(named("process").and(takesArgument(0, named(processorType))))
-                .getOnly();
-    }
-
-    private static MethodDescription helper(TypeDescription frames, String name) {
-        return frames.getDeclaredMethods().filter(named(name)).getOnly();
-    }
-
-    /** What does not match in the instrumentation points of the Kafka Streams {@code pool} describes. */
-    static List<String> check(TypePool pool) {
-        List<String> problems = new ArrayList<>();
-        Map<String, TypeDescription> types = new LinkedHashMap<>();
-        for (Hook h : HOOKS) {
-            TypeDescription t = types.computeIfAbsent(h.type(), n -> describe(pool, n));
-            if (t == null) {
-                problems.add("class " + h.type() + " not found");
-                continue;
-            }
-            long matches;
-            try {
-                if (!h.applies(pool)) {
-                    continue;
-                }
-                matches = t.getDeclaredMethods().filter(h.matcher()).size();
-            } catch (RuntimeException | LinkageError e) {
-                // A parameter type this class path does not have (a mixed Kafka class path).
-                problems.add(h.describe() + " cannot be resolved (" + e.getMessage() + ")");
-                continue;
-            }
-            if (matches != 1) {
-                problems.add(h.describe() + (matches == 0 ? " not found" : " is ambiguous"));
-            }
-            for (String f : h.fields()) {
-                if (findField(t, f) == null) {
-                    problems.add("field " + h.type().substring(h.type().lastIndexOf('.') + 1) + "." + f + " not found");
-                }
-            }
-        }
-        for (Map.Entry<String, List<String>> e : FRAMED_FIELDS.entrySet()) {
-            TypeDescription t = types.computeIfAbsent(e.getKey(), n -> describe(pool, n));
-            for (String f : e.getValue()) {
-                FieldDescription fd = t == null ? null : findField(t, f);
-                if (fd == null || fd.isPrivate() || fd.isStatic()) {
-                    problems.add("field " + e.getKey() + "." + f + " not found as a non-private instance field");
-                }
-            }
-        }
-        List<String> substituted = new ArrayList<>(FRAMED_TYPES);
-        substituted.add(PROCESSOR_NODE);
-        for (String t : substituted) {
-            if (describe(pool, t) == null) {
-                problems.add("class " + t + " not found");
-            }
-        }
-        TypeDescription send = describe(pool, FK_SEND);
-        FieldDescription hash = send == null ? null : findField(send, "recordHash");
-        if (hash == null
-                || hash.isStatic()
-                || !hash.getType().asErasure().getName().equals("[J")) {
-            problems.add("field " + FK_SEND.substring(FK_SEND.lastIndexOf('.') + 1)
-                    + ".recordHash not found as a long[] instance field");
-        }
-        return problems;
-    }
-
-    private static TypeDescription describe(TypePool pool, String name) {
-        try {
-            TypePool.Resolution r = pool.describe(name);
-            return r.isResolved() ? r.resolve() : null;
-        } catch (RuntimeException e) {
-            return null;
-        }
-    }
-
-    private static FieldDescription findField(TypeDescription type, String name) {
-        for (TypeDescription t = type; t != null; ) {
-            var found = t.getDeclaredFields().filter(named(name));
-            if (!found.isEmpty()) {
-                return found.getOnly();
-            }
-            TypeDescription.Generic sup = t.getSuperClass();
-            t = sup == null ? null : sup.asErasure();
-        }
-        return null;
-    }
-
-    /**
-     * The Kafka Streams version {@code loader} has, from the jar's version resource (no class is
-     * loaded); the clients version is named too when it differs.
-     */
-    public static String version(ClassLoader loader) {
-        String streams = property(loader, "kafka/kafka-streams-version.properties");
-        String clients = property(loader, "kafka/kafka-version.properties");
-        if (streams == null) {
-            return "(version unknown)";
-        }
-        return clients == null || clients.equals(streams) ? streams : streams + " (with kafka-clients " + clients + ")";
-    }
-
-    private static String property(ClassLoader loader, String resource) {
-        try (InputStream in = loader.getResourceAsStream(resource)) {
-            if (in == null) {
-                return null;
-            }
-            Properties p = new Properties();
-            p.load(in);
-            String v = p.getProperty("version");
-            return v == null ? null : v.trim();
-        } catch (IOException | RuntimeException e) {
-            return null;
-        }
-    }
-
-    /** "4.3" of "4.3.1" (or of "4.3.1 (with kafka-clients ...)"). */
-    static String minor(String version) {
-        String[] parts = version.split("[.\\s-]");
-        return parts.length < 2 ? version : parts[0] + "." + parts[1];
     }
 }

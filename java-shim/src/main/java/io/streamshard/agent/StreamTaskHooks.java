@@ -5,9 +5,10 @@ import static io.streamshard.agent.StreamShardAgent.P;
 import java.util.List;
 
 /**
- * Where the agent hooks into StreamTask (and AbstractTask, its superclass, for revive): one row per advised method (exact parameters, the
- * fields the advice reads, the versions it applies to); the advice classes, named after the
- * methods, are {@code org.apache.kafka.streams.processor.internals.StreamTaskAdvice}.
+ * Where the agent hooks into StreamTask: one row per advised method (exact parameters, the fields
+ * the advice reads, the versions it applies to); the advice classes, named after the methods, are
+ * {@code org.apache.kafka.streams.processor.internals.StreamTaskAdvice} (the record path and the
+ * commit) and {@code StreamTaskBarrierAdvice} (suspend, punctuation, close).
  *
  * <p>Version differences: {@code prepareCommit(boolean)} from 4.1 ({@code prepareCommit()} before,
  * with {@link TaskManagerHooks} telling a dirty close's call from a commit); the terminal-node
@@ -18,6 +19,7 @@ final class StreamTaskHooks {
 
     static final String TYPE = P + "StreamTask";
     private static final String ADVICE = P + "StreamTaskAdvice$";
+    private static final String BARRIER = P + "StreamTaskBarrierAdvice$";
     /** Present from Kafka Streams 4.1. */
     static final List<String> PREPARE_COMMIT_41 = List.of("boolean");
 
@@ -57,16 +59,15 @@ final class StreamTaskHooks {
                             ADVICE + "MaybeAddTerminalE2ELatency",
                             List.of("processorContext"))
                     .onlyIf(TYPE, "maybeAddTerminalE2ELatency", List.of("long", "java.lang.String"), true),
-            new Hook(TYPE, "suspend", List.of(), ADVICE + "Suspend", List.of()),
+            new Hook(TYPE, "suspend", List.of(), BARRIER + "Suspend", List.of()),
             new Hook(
                     TYPE,
                     "maybePunctuateSystemTime",
                     List.of(),
-                    ADVICE + "MaybePunctuateSystemTime",
+                    BARRIER + "MaybePunctuateSystemTime",
                     List.of("time", "systemTimePunctuationQueue", "commitNeeded")),
-            new Hook(TYPE, "maybePunctuateStreamTime", List.of(), ADVICE + "MaybePunctuateStreamTime", List.of()),
-            new Hook(TYPE, "closeClean", List.of(), ADVICE + "CloseClean", List.of()),
-            new Hook(TYPE, "prepareRecycle", List.of(), ADVICE + "CloseClean", List.of()),
-            new Hook(TYPE, "closeDirty", List.of(), ADVICE + "CloseDirty", List.of()),
-            new Hook(P + "AbstractTask", "revive", List.of(), ADVICE + "Revive", List.of()));
+            new Hook(TYPE, "maybePunctuateStreamTime", List.of(), BARRIER + "MaybePunctuateStreamTime", List.of()),
+            new Hook(TYPE, "closeClean", List.of(), BARRIER + "CloseClean", List.of()),
+            new Hook(TYPE, "prepareRecycle", List.of(), BARRIER + "CloseClean", List.of()),
+            new Hook(TYPE, "closeDirty", List.of(), BARRIER + "CloseDirty", List.of()));
 }

@@ -37,7 +37,7 @@ class TransformVerifyTest {
             assertThat(StreamShardAgent.verify(pool, version, VersionGuardTest.index()).problems)
                     .isEmpty();
             for (Map.Entry<String, List<AsmVisitorWrapper>> e :
-                    StreamShardAgent.visitors(pool, locator).entrySet()) {
+                    Hooks.visitors(pool, locator).entrySet()) {
                 DynamicType.Builder<?> b =
                         new ByteBuddy().decorate(pool.describe(e.getKey()).resolve(), locator);
                 for (AsmVisitorWrapper v : e.getValue()) {

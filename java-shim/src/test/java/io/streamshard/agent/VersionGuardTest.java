@@ -83,7 +83,7 @@ class VersionGuardTest {
         boolean before41 = version.startsWith("3.") || version.startsWith("4.0");
         boolean accumulator = version.startsWith("4.2") || version.startsWith("4.4");
         try (ClassFileLocator l = locator(version, version)) {
-            List<String> applied = StreamShardAgent.applied(TypePool.Default.of(l));
+            List<String> applied = Hooks.applied(TypePool.Default.of(l));
             assertThat(applied.contains("StreamTaskAdvice$PrepareCommit")).isEqualTo(!before41);
             assertThat(applied.contains("StreamTaskAdvice$PrepareCommitUpto40")).isEqualTo(before41);
             assertThat(applied.contains("RecordDeserializerAdvice$Deserialize")).isEqualTo(before41);
@@ -99,7 +99,7 @@ class VersionGuardTest {
                             "ProcessorContextAdvice$ForwardInternal",
                             "StreamTaskAdvice$Constructor",
                             "KafkaStreamsAdvice$Constructor",
-                            "StreamTaskAdvice$Revive");
+                            "AbstractTaskAdvice$Revive");
         }
     }
 
@@ -170,7 +170,7 @@ class VersionGuardTest {
                     jar("kafka-clients-4.3.1").toURI().toURL()
                 },
                 ClassLoader.getPlatformClassLoader())) {
-            assertThat(StreamShardAgent.version(l)).isEqualTo("4.4.0 (with kafka-clients 4.3.1)");
+            assertThat(KafkaVersion.of(l)).isEqualTo("4.4.0 (with kafka-clients 4.3.1)");
         }
         try (URLClassLoader l = new URLClassLoader(
                 new URL[] {
@@ -178,12 +178,12 @@ class VersionGuardTest {
                     jar("kafka-clients-3.9.2").toURI().toURL()
                 },
                 ClassLoader.getPlatformClassLoader())) {
-            assertThat(StreamShardAgent.version(l)).isEqualTo("3.9.2");
+            assertThat(KafkaVersion.of(l)).isEqualTo("3.9.2");
         }
-        assertThat(StreamShardAgent.older("3.8.1", "3.9")).isTrue();
-        assertThat(StreamShardAgent.older("4.5.0", "3.9")).isFalse();
-        assertThat(StreamShardAgent.older("(version unknown)", "3.9")).isFalse();
-        assertThat(StreamShardAgent.minor("4.4.0 (with kafka-clients 4.3.1)")).isEqualTo("4.4");
+        assertThat(KafkaVersion.older("3.8.1", "3.9")).isTrue();
+        assertThat(KafkaVersion.older("4.5.0", "3.9")).isFalse();
+        assertThat(KafkaVersion.older("(version unknown)", "3.9")).isFalse();
+        assertThat(KafkaVersion.minor("4.4.0 (with kafka-clients 4.3.1)")).isEqualTo("4.4");
     }
 
     /** The agent's own layer is compiled for Java 11, its Premain-Class for Java 8. */

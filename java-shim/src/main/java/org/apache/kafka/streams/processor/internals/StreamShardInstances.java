@@ -75,32 +75,45 @@ public final class StreamShardInstances {
         }
     }
 
-    private static final Map<Object, Instance> INSTANCES = new ConcurrentHashMap<>();
-    private static final Map<KafkaStreams, Instance> BY_STREAMS = new ConcurrentHashMap<>();
-    private static final Map<StreamTask, ShardedTask> TASKS = new ConcurrentHashMap<>();
-    private static final Map<Object, ReentrantLock> BEGIN_LOCKS = Collections.synchronizedMap(new WeakHashMap<>());
+    /**
+     * What the agent knows of the JVM's instances and tasks, in one object: the registry's only
+     * static is this reference (the advice, inlined into Kafka's classes, reaches it from there).
+     */
+    static final class Registry {
+        /** Per KafkaStreams instance, keyed by its metrics object (which every StreamTask holds too). */
+        final Map<Object, Instance> byMetrics = new ConcurrentHashMap<>();
 
-    /** Per StreamThread: how deep it is in a dirty close of tasks (before Kafka Streams 4.1). */
-    private static final ThreadLocal<int[]> DIRTY = ThreadLocal.withInitial(() -> new int[1]);
+        final Map<KafkaStreams, Instance> byStreams = new ConcurrentHashMap<>();
+        /** The tasks streamshard runs. */
+        final Map<StreamTask, ShardedTask> tasks = new ConcurrentHashMap<>();
+        /** Tasks closed dirty, until Kafka Streams revives them in place (or drops them): weakly held. */
+        final Map<StreamTask, ShardedTask> dormant = Collections.synchronizedMap(new WeakHashMap<>());
+        /** Per producer, the lock that serializes beginning a transaction; weakly held. */
+        final Map<Object, ReentrantLock> beginLocks = Collections.synchronizedMap(new WeakHashMap<>());
+        /** Per StreamThread: how deep it is in a dirty close of tasks (before Kafka Streams 4.1). */
+        final ThreadLocal<int[]> dirty = ThreadLocal.withInitial(() -> new int[1]);
+    }
+
+    static final Registry REGISTRY = new Registry();
 
     /** TaskManager's dirty-close methods, entry and exit (before 4.1, where prepareCommit has no flag). */
     public static void dirtyClose(boolean entering) {
-        DIRTY.get()[0] += entering ? 1 : -1;
+        REGISTRY.dirty.get()[0] += entering ? 1 : -1;
     }
 
     /** Whether this thread is closing tasks dirty, so a prepareCommit() now is no commit. */
     public static boolean closingDirty() {
-        return DIRTY.get()[0] > 0;
+        return REGISTRY.dirty.get()[0] > 0;
     }
 
     /** The task's streamshard state, or null if it runs stock. */
     public static ShardedTask task(StreamTask task) {
-        return TASKS.get(task);
+        return REGISTRY.tasks.get(task);
     }
 
     /** Drains the task (both regions) if streamshard runs it: suspend, punctuation. */
     public static void drain(StreamTask task) {
-        ShardedTask s = TASKS.get(task);
+        ShardedTask s = REGISTRY.tasks.get(task);
         if (s != null) {
             s.drain();
         }
@@ -111,7 +124,7 @@ public final class StreamShardInstances {
      * body): one clock reading decides, drains and punctuates.
      */
     public static Boolean punctuateSystemTime(StreamTask task, Time time, PunctuationQueue queue) {
-        ShardedTask s = TASKS.get(task);
+        ShardedTask s = REGISTRY.tasks.get(task);
         if (s == null) {
             return null;
         }
@@ -161,8 +174,8 @@ public final class StreamShardInstances {
                 defaultKeySerde,
                 new StreamShardMetrics(registry, clientId, executor, cfg.workers()),
                 StreamsConfigUtils.eosEnabled(config));
-        INSTANCES.put(metrics, instance);
-        BY_STREAMS.put(streams, instance);
+        REGISTRY.byMetrics.put(metrics, instance);
+        REGISTRY.byStreams.put(streams, instance);
         LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
         instance.status = StreamShardStatus.start(
                 instance, clientId, String.valueOf(config.originals().get(StreamsConfig.APPLICATION_ID_CONFIG)));
@@ -171,7 +184,7 @@ public final class StreamShardInstances {
     /** The tasks streamshard runs for {@code instance}. */
     static List<ShardedTask> tasksOf(Instance instance) {
         List<ShardedTask> out = new ArrayList<>();
-        for (ShardedTask t : TASKS.values()) {
+        for (ShardedTask t : REGISTRY.tasks.values()) {
             if (t.instance == instance) {
                 out.add(t);
             }
@@ -181,7 +194,7 @@ public final class StreamShardInstances {
 
     /** host:port of the instance's status listener, or null when it has none. */
     public static String statusAddress(KafkaStreams streams) {
-        Instance instance = BY_STREAMS.get(streams);
+        Instance instance = REGISTRY.byStreams.get(streams);
         StreamShardStatus s = instance == null ? null : instance.status;
         return s == null ? null : s.address();
     }
@@ -217,12 +230,12 @@ public final class StreamShardInstances {
         if (state != KafkaStreams.State.NOT_RUNNING && state != KafkaStreams.State.ERROR) {
             return;
         }
-        Instance instance = BY_STREAMS.remove(streams);
+        Instance instance = REGISTRY.byStreams.remove(streams);
         if (instance == null) {
             return;
         }
-        INSTANCES.values().remove(instance);
-        TASKS.values().removeIf(t -> t.instance == instance);
+        REGISTRY.byMetrics.values().remove(instance);
+        REGISTRY.tasks.values().removeIf(t -> t.instance == instance);
         instance.metrics.close();
         if (instance.status != null) {
             instance.status.stop();
@@ -234,7 +247,7 @@ public final class StreamShardInstances {
     /** Per task id: {@code parallel}, {@code parallel, serial region: A, B} or {@code serial: why}. */
     public static Map<String, String> explain(KafkaStreams streams) {
         Map<String, String> out = new LinkedHashMap<>();
-        Instance instance = BY_STREAMS.get(streams);
+        Instance instance = REGISTRY.byStreams.get(streams);
         if (instance != null) {
             synchronized (instance.decisions) {
                 instance.decisions.forEach((task, c) -> out.put(task, c.summary()));
@@ -246,7 +259,7 @@ public final class StreamShardInstances {
     /** Per given streamshard.* key: its value and where it came from; empty if streamshard does not run it. */
     public static Map<String, String> settings(KafkaStreams streams) {
         Map<String, String> out = new LinkedHashMap<>();
-        Instance instance = BY_STREAMS.get(streams);
+        Instance instance = REGISTRY.byStreams.get(streams);
         if (instance != null) {
             SortedMap<String, String> shown = instance.config.shown();
             instance.config.sources().forEach((k, source) -> out.put(k, shown.get(k) + " (" + source + ")"));
@@ -257,7 +270,7 @@ public final class StreamShardInstances {
     /** Per task id, per node: {@code parallel} or {@code serial region: why}. */
     public static Map<String, Map<String, String>> explainNodes(KafkaStreams streams) {
         Map<String, Map<String, String>> out = new LinkedHashMap<>();
-        Instance instance = BY_STREAMS.get(streams);
+        Instance instance = REGISTRY.byStreams.get(streams);
         if (instance != null) {
             synchronized (instance.decisions) {
                 instance.decisions.forEach((task, c) -> {
@@ -272,7 +285,7 @@ public final class StreamShardInstances {
 
     /** Whether streamshard runs this instance (agent installed, enabled, supported settings). */
     public static boolean active(KafkaStreams streams) {
-        return BY_STREAMS.containsKey(streams);
+        return REGISTRY.byStreams.containsKey(streams);
     }
 
     /**
@@ -293,7 +306,7 @@ public final class StreamShardInstances {
 
     /** Takes (and returns, locked) the lock that serializes beginning a transaction on a producer. */
     public static ReentrantLock lockBegin(Object producer) {
-        ReentrantLock lock = BEGIN_LOCKS.computeIfAbsent(producer, k -> new ReentrantLock());
+        ReentrantLock lock = REGISTRY.beginLocks.computeIfAbsent(producer, k -> new ReentrantLock());
         lock.lock();
         return lock;
     }
@@ -314,7 +327,7 @@ public final class StreamShardInstances {
 
     /** StreamTask constructor exit: classify the task's nodes and remember the decision. */
     public static void taskCreated(StreamTask task, Object metrics, Sensor processLatency) {
-        Instance instance = INSTANCES.get(metrics);
+        Instance instance = REGISTRY.byMetrics.get(metrics);
         if (instance == null || AgentState.failure() != null) {
             return;
         }
@@ -345,7 +358,7 @@ public final class StreamShardInstances {
         }
         if (c.mode() != Classification.Mode.STOCK) {
             ShardedTask s = new ShardedTask(instance, task, c, processLatency);
-            TASKS.put(task, s);
+            REGISTRY.tasks.put(task, s);
             instance.metrics.addTask(s, Thread.currentThread().getName(), id);
         }
     }
@@ -355,7 +368,7 @@ public final class StreamShardInstances {
      * CloseMode#DROP_QUEUED}) entry: the task leaves the scheduler.
      */
     public static void taskClosing(StreamTask task, CloseMode mode) {
-        ShardedTask s = TASKS.remove(task);
+        ShardedTask s = REGISTRY.tasks.remove(task);
         if (s != null) {
             s.instance.metrics.removeTask(s);
             s.close(mode);
@@ -363,27 +376,19 @@ public final class StreamShardInstances {
                 // Kafka Streams may revive this very object (task corruption): it then runs parallel
                 // again, from a fresh scheduler registration. Weakly held, so a task dropped for good
                 // is not kept.
-                synchronized (DORMANT) {
-                    DORMANT.put(task, s);
-                }
+                REGISTRY.dormant.put(task, s);
             }
         }
     }
-
-    /** Tasks closed dirty, until Kafka Streams revives them in place (or drops them). */
-    private static final Map<StreamTask, ShardedTask> DORMANT = new WeakHashMap<>();
 
     /** AbstractTask.revive exit: a task closed dirty is back (CREATED); it runs with streamshard again. */
     public static void taskRevived(Object task) {
         if (!(task instanceof StreamTask)) {
             return; // a standby task
         }
-        ShardedTask s;
-        synchronized (DORMANT) {
-            s = DORMANT.remove(task);
-        }
-        if (s != null && BY_STREAMS.containsValue(s.instance) && AgentState.failure() == null) {
-            TASKS.put((StreamTask) task, s);
+        ShardedTask s = REGISTRY.dormant.remove(task);
+        if (s != null && REGISTRY.byStreams.containsValue(s.instance) && AgentState.failure() == null) {
+            REGISTRY.tasks.put((StreamTask) task, s);
             s.instance.metrics.addTask(
                     s, Thread.currentThread().getName(), s.task.id().toString());
             LOG.info("streamshard: task {} revived after a dirty close; it runs with streamshard again", s.task.id());

@@ -1,6 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
-import io.streamshard.agent.StreamShardAgent;
+import io.streamshard.agent.KafkaVersion;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.scheduler.NativeLog;
@@ -240,7 +240,7 @@ final class StreamShardStatus {
 
     static final String VERSION = version();
     /** As the agent read it when it installed (the jar's version resource; AppInfoParser moved in 4.4). */
-    static final String KAFKA_STREAMS_VERSION = StreamShardAgent.version(KafkaStreams.class.getClassLoader());
+    static final String KAFKA_STREAMS_VERSION = KafkaVersion.of(KafkaStreams.class.getClassLoader());
 
     private static String version() {
         try (InputStream in =

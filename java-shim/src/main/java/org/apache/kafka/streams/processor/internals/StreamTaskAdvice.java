@@ -1,15 +1,13 @@
 package org.apache.kafka.streams.processor.internals;
 
-import io.streamshard.scheduler.CloseMode;
 import net.bytebuddy.asm.Advice;
 import org.apache.kafka.common.metrics.Sensor;
-import org.apache.kafka.common.utils.Time;
 
 /**
- * The agent's advice for StreamTask (and AbstractTask, its superclass: revive). One class per
- * advised method, named after it (or after what it does where several methods share it); each is inlined into its method and only hands
- * off to streamshard's helpers. The rows that place them (method, parameters, fields read,
- * versions) are in {@code io.streamshard.agent.StreamTaskHooks}.
+ * The agent's advice for StreamTask's record path and commit (its barriers and closes:
+ * {@link StreamTaskBarrierAdvice}). One class per advised method, named after it; each is inlined
+ * into its method and only hands off to streamshard's helpers. The rows that place them (method,
+ * parameters, fields read, versions) are in {@code io.streamshard.agent.StreamTaskHooks}.
  */
 public final class StreamTaskAdvice {
     private StreamTaskAdvice() {}
@@ -104,80 +102,6 @@ public final class StreamTaskAdvice {
             }
             task.maybeRecordE2ELatency(timestamp, f.systemTimeMs, node);
             return true;
-        }
-    }
-
-    /** StreamTask.suspend entry. */
-    public static final class Suspend {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task) {
-            StreamShardInstances.drain(task);
-        }
-    }
-
-    /**
-     * StreamTask.maybePunctuateSystemTime, replaced for streamshard's tasks: wall-clock punctuators
-     * run on a drained task. The body reads the clock itself, so a check made here with another
-     * reading could say "not due" a millisecond before the body punctuates; the replacement reads
-     * it once, drains if due, and punctuates with that same time, as the body would.
-     */
-    public static final class MaybePunctuateSystemTime {
-        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
-        static Boolean enter(
-                @Advice.This StreamTask task,
-                @Advice.FieldValue("time") Object time,
-                @Advice.FieldValue("systemTimePunctuationQueue") PunctuationQueue queue) {
-            return StreamShardInstances.punctuateSystemTime(task, (Time) time, queue);
-        }
-
-        @Advice.OnMethodExit
-        static void exit(
-                @Advice.Enter Boolean punctuated,
-                @Advice.Return(readOnly = false) boolean result,
-                @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean commitNeeded) {
-            if (punctuated != null) {
-                result = punctuated;
-                if (punctuated) {
-                    commitNeeded = true;
-                }
-            }
-        }
-    }
-
-    /**
-     * StreamTask.maybePunctuateStreamTime entry: stream-time punctuators run on a drained task
-     * (both regions empty), so they see the state stock would show at that stream time.
-     */
-    public static final class MaybePunctuateStreamTime {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task) {
-            if (task.canPunctuateStreamTime()) {
-                StreamShardInstances.drain(task);
-            }
-        }
-    }
-
-    /** StreamTask.closeClean / prepareRecycle entry. */
-    public static final class CloseClean {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task) {
-            StreamShardInstances.taskClosing(task, CloseMode.DRAIN);
-        }
-    }
-
-    /** StreamTask.closeDirty entry. */
-    public static final class CloseDirty {
-        @Advice.OnMethodEnter
-        static void enter(@Advice.This StreamTask task) {
-            StreamShardInstances.taskClosing(task, CloseMode.DROP_QUEUED);
-        }
-    }
-
-    /** AbstractTask.revive exit: the same task object, closed dirty, is brought back. */
-    public static final class Revive {
-        @Advice.OnMethodExit
-        static void exit(@Advice.This Object task) {
-            StreamShardInstances.taskRevived(task);
         }
     }
 }
