@@ -5,11 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/toolchain.sh
-DENY_VERSION=0.20.2
+. scripts/lib/cargo-tools.sh
 SNAPSHOT_DATE="2026-08-21T08:28:40+02:00" # third_party/rustsec-advisory-db/README.md
+install_tool cargo-deny cargo-deny "$DENY_VERSION"
 if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $DENY_VERSION" ]; then
-  echo "installing cargo-deny $DENY_VERSION from crates.io" >&2
-  cargo install --quiet --locked "cargo-deny@$DENY_VERSION"
+  echo "error: cargo-deny $DENY_VERSION did not install (cargo deny --version: $(cargo deny --version 2>&1))" >&2
+  exit 1
 fi
 if timeout 20 git ls-remote https://github.com/RustSec/advisory-db HEAD >/dev/null 2>&1; then
   echo "advisories: RustSec's live database"

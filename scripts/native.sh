@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the native scheduler (streamshard-jni) for the platforms the agent jar carries, into
-# target/native/<platform>/, and checks what each one needs of the system it will run on.
+# target/native/<platform>/, and checks what each one needs of the system it will run on; with
+# this machine's platform among them, also the status CLI, into target/<profile>/streamshard-status.
 #
 #   bash scripts/native.sh [--platforms LIST] [--profile P]
 #
@@ -26,9 +27,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 ALL="linux-x86_64,linux-aarch64,linux-x86_64-musl,linux-aarch64-musl,macos-aarch64,macos-x86_64"
+host="linux-$(uname -m | sed 's/arm64/aarch64/')"
 case "$platforms" in
   all) platforms="$ALL" ;;
-  host) platforms="linux-$(uname -m | sed 's/arm64/aarch64/')" ;;
+  host) platforms="$host" ;;
 esac
 
 GLIBC_FLOOR=2.17
@@ -109,4 +111,13 @@ for platform in ${platforms//,/ }; do
   mkdir -p "$target_dir/native/$platform"
   "$objcopy" --strip-debug "$target_dir/$t/$profile/$name" "$target_dir/native/$platform/$name"
   check "$platform" "$target_dir/native/$platform/$name"
+  if [ "$platform" = "$host" ]; then
+    # The status CLI for this machine, from the same target directory: its dependencies (tokio,
+    # tonic, axum) are the library's, already built, not built a second time for the host.
+    echo "==> streamshard-status for $platform"
+    cargo zigbuild --quiet --locked --profile "$profile" -p streamshard-status --target "$zig_target"
+    mkdir -p "$target_dir/$profile"
+    cp "$target_dir/$t/$profile/streamshard-status" "$target_dir/$profile/streamshard-status.tmp"
+    mv "$target_dir/$profile/streamshard-status.tmp" "$target_dir/$profile/streamshard-status"
+  fi
 done

@@ -19,17 +19,8 @@ cd "$(dirname "$0")/.."
 
 build=1
 [ "${1:-}" = "--no-build" ] && build=0
-ABOUT_VERSION=0.9.3
-CYCLONEDX_VERSION=0.5.9
 CDX_MAVEN_VERSION=2.9.3
-install_tool() { # install_tool BINARY CRATE VERSION [cargo install options]
-  local bin="$1" crate="$2" version="$3"
-  shift 3
-  if ! cargo "${bin#cargo-}" --version 2>/dev/null | grep -qF "$version"; then
-    echo "installing $crate $version from crates.io" >&2
-    cargo install --quiet --locked "$crate@$version" "$@"
-  fi
-}
+. scripts/lib/cargo-tools.sh
 install_tool cargo-about cargo-about "$ABOUT_VERSION" --features cli
 install_tool cargo-cyclonedx cargo-cyclonedx "$CYCLONEDX_VERSION"
 

@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit + property + stress tests, and one pass of every
-# benchmark in test mode (so the harness cannot rot). Speed is never asserted here.
+# The test suite: formatting, lints, unit + property + stress tests, the integration tests on a
+# real broker with -javaagent, the other platforms, Kafka's own integration tests under the agent,
+# and one pass of every benchmark in test mode (so the harness cannot rot). Speed is never
+# asserted here. Every run ends with a table of its stages and their seconds.
 #
-#   bash scripts/test.sh               everything (CI runs this)
+#   bash scripts/test.sh               CI's run (.ci/run), about 45 minutes here: every guarantee on
+#                                      the default Kafka Streams (4.3.1), the tests that exercise
+#                                      each version's own hooks on the oldest and newest, a subset
+#                                      of Kafka's own integration tests, the short torture test
+#   bash scripts/test.sh --full        everything there is: every integration test on every other
+#                                      tested version, the whole of Kafka's integration tests under
+#                                      the agent, both torture forms (hours; docs/testing.md says
+#                                      when it must be run)
 #   bash scripts/test.sh --fast        the inner loop, no broker (a few minutes): rustfmt, clippy,
 #                                      the Rust tests, the Java unit tests on this platform's library
 #   bash scripts/test.sh --kafka 4.1.2 the Java unit and integration tests on that Kafka Streams only
@@ -11,68 +20,116 @@ cd "$(dirname "$0")/.."
 . scripts/lib/toolchain.sh
 . scripts/lib/stages.sh
 
-# The integration tests that run again on the oldest and newest supported Kafka Streams (of the
-# coverage matrix, the foreign-key join cases only: MATRIX_CASES).
-VERSION_ITS="ParallelIT,CachedStoreIT,CrashIT,EosSerialRegionIT,ForeignKeyJoinIT,CoverageMatrixIT,ErrorsIT,BadInputIT,InteractiveQueriesIT,PunctuatorIT,RebalanceIT,RetryIT,DeadLetterQueueIT,RevivalIT,StockSettingsIT,StockMetricsIT,StreamShardMetricsIT,StatusIT,TwoLoadersIT"
-OTHER_VERSIONS="3.9.2 4.4.0"
-MATRIX_CASES="c10,c14,c15"
+mode=ci
+case "${1:-}" in
+  --full) mode=full ;;
+  --fast) mode=fast ;;
+  --kafka) mode=kafka ;;
+  "") ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+esac
 
-its_on() { # its_on VERSION [ITS]: the agent built once, the examples and ITs on that Kafka Streams
+# The integration tests run in two JVMs at once (failsafe forks): most of their time is spent
+# waiting on the broker, the slow steps and child JVMs, not on the two cores.
+IT_FORKS="${IT_FORKS:-2}"
+# Of the coverage matrix, the foreign-key join cases only on the other versions.
+MATRIX_CASES="c10,c14,c15"
+# On the oldest and the newest supported Kafka Streams, the tests of what differs between
+# versions (each names the hooks and variants it covers; docs/testing.md, "Which tests run where"):
+# the record path and the raw key bytes (ParallelIT; 3.9 and 4.0 read them through
+# RecordDeserializer), failures and dirty closes (ErrorsIT, RevivalIT, RebalanceIT; before 4.1
+# told apart by TaskManager's hooks), settings that stay stock (StockSettingsIT: 3.x exactly_once,
+# 4.4 transactional stores), the terminal latency accumulator of 4.2 and 4.4 (StockMetricsIT),
+# the FK join's memo (ForeignKeyJoinIT, CoverageMatrixIT's FK cases), punctuation (PunctuatorIT),
+# the interactive-query iterator (InteractiveQueriesIT); on 4.4 also the dead-letter queue,
+# retries and the caching layer.
+OLDEST=3.9.2
+NEWEST=4.4.0
+OLDEST_ITS="ParallelIT,ErrorsIT,RevivalIT,RebalanceIT,StockSettingsIT,StockMetricsIT,ForeignKeyJoinIT,CoverageMatrixIT,PunctuatorIT,InteractiveQueriesIT"
+NEWEST_ITS="$OLDEST_ITS,DeadLetterQueueIT,RetryIT,CachedStoreIT"
+# --full: every integration test on every other tested version.
+FULL_VERSIONS="3.9.2 4.0.2 4.1.2 4.2.2 4.4.0"
+
+its_on() { # its_on VERSION [ITS]: the examples' integration tests on that Kafka Streams
   local v="$1" its="${2:-}"
-  step "Java: integration tests on Kafka Streams $v${its:+ ($its)}"
-  mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" \
-    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dmatrix.cases="$MATRIX_CASES" ${its:+-Dit.test="$its"}
+  step "Java: integration tests on Kafka Streams $v${its:+ ($(tr -cd , <<<"$its" | wc -c | awk '{print $1 + 1}') classes)}"
+  mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" -Dit.forks="$IT_FORKS" \
+    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dmatrix.cases="$MATRIX_CASES" -Dit.test="$its"}
 }
 
-if [ "${1:-}" = "--kafka" ]; then
+if [ "$mode" = kafka ]; then
   [ -n "${2:-}" ] || { echo "usage: scripts/test.sh --kafka VERSION" >&2; exit 2; }
   step "local Kafka broker for the integration tests"
   . scripts/lib/broker.sh
   . scripts/lib/browser.sh
   step "Java: unit tests, the agent jar, every integration test on Kafka Streams $2"
-  exec mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$2"
+  mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$2" -Dit.forks="$IT_FORKS"
+  exit 0
 fi
 
 step "rustfmt"
 cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-step "tests (unit, model-based property tests, multi-threaded stress, allocation count)"
+step "Rust tests (unit, model-based property tests, multi-threaded stress, allocation count)"
 cargo test --workspace --locked
-if [ "${1:-}" = "--fast" ]; then
+if [ "$mode" = fast ]; then
   step "Java: unit tests (the native library for this platform only; no broker)"
-  exec mvn -B -q --no-transfer-progress -pl java-shim test -Dnative.platforms=host
+  mvn -B -q --no-transfer-progress -pl java-shim test -Dnative.platforms=host
+  exit 0
 fi
 step "loom model check of the wake-up and hand-off path"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release --locked -p streamshard-core --test loom
-step "cargo deny: licences, security advisories, duplicate crates, crate sources"
-bash scripts/deny.sh
 step "benchmarks, once each in test mode"
 cargo test --workspace --benches --locked
+# cargo-deny, cargo-about and cargo-cyclonedx compile from source (minutes of CPU): in the
+# background at the lowest priority, on what the integration tests leave idle while they wait on
+# the broker and the slow steps; the supply-chain check and the release build wait for it.
+mkdir -p target
+nice -n 19 bash -c '. scripts/lib/cargo-tools.sh && install_cargo_tools' >target/cargo-tools.log 2>&1 &
+TOOLS_PID=$!
+on_exit "kill $TOOLS_PID 2>/dev/null"
+tools_ready() {
+  wait "$TOOLS_PID" || { cat target/cargo-tools.log >&2; echo "error: installing the cargo tools failed" >&2; return 1; }
+}
 step "local Kafka broker for the integration tests"
 . scripts/lib/broker.sh
 step "Chromium for the status page test"
 . scripts/lib/browser.sh
-step "Java: unit tests, the agent jar, integration tests on the broker with -javaagent"
-mvn -B --no-transfer-progress verify
+step "Java: the six native libraries, unit tests, the agent jar, integration tests on Kafka Streams 4.3.1"
+mvn -B --no-transfer-progress verify -Dit.forks="$IT_FORKS"
 step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the musl builds under musl's loader"
 bash tests/platforms/smoke.sh
-for v in $OTHER_VERSIONS; do its_on "$v" "$VERSION_ITS"; done
-# The dead-letter queue's first version (4.2): its parity with stock, and retries beside it.
-its_on 4.2.2 "RetryIT,DeadLetterQueueIT"
+if [ "$mode" = full ]; then
+  for v in $FULL_VERSIONS; do its_on "$v"; done
+else
+  its_on "$OLDEST" "$OLDEST_ITS"
+  its_on "$NEWEST" "$NEWEST_ITS"
+fi
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
 mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests
-step "Kafka Streams' own integration tests (conformance/ci-classes.txt) under the agent, hand-off forced on"
-bash scripts/conformance.sh --no-build --subset conformance/ci-classes.txt --rerun 1
+if [ "$mode" = full ]; then
+  step "Kafka Streams' own integration tests, all of them, under the agent, hand-off forced on"
+  bash scripts/conformance.sh --no-build --rerun 1
+else
+  step "Kafka Streams' own integration tests (conformance/ci-classes.txt) under the agent, hand-off forced on"
+  bash scripts/conformance.sh --no-build --subset conformance/ci-classes.txt --rerun 1
+fi
+step "cargo deny: licences, security advisories, duplicate crates, crate sources (after the tools' install)"
+tools_ready
+bash scripts/deny.sh
 step "load tool end to end on the broker (produce, wait, verify)"
 cargo test --locked -p streamshard-load --test broker
 step "benchmark harness, quick mode: every engine and scenario runs and is verified; speed not asserted"
 python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
 cargo build --locked -q -p streamshard-load
 STREAMSHARD_LOAD=target/debug/streamshard-load python3 bench/run.py --quick --brokers "$STREAMSHARD_BOOTSTRAP"
-step "torture test, short form: overlapping faults under load, every check must pass"
-STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee alos --protocol classic
+if [ "$mode" = full ]; then
+  step "torture test, short form, at-least-once, classic protocol: overlapping faults under load"
+  STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee alos --protocol classic
+fi
+step "torture test, short form, exactly-once v2, streams protocol: overlapping faults under load"
 STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee eos --protocol streams
 step "release build: the jar with its notices, its SHA-256, the CycloneDX SBOM (dist/)"
 bash scripts/release.sh --no-build

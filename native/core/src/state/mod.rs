@@ -11,6 +11,7 @@
 //! transitions report (`outcomes.rs`), the invariants (`invariants.rs`); the state and its
 //! transitions here.
 
+#[cfg(any(test, debug_assertions))]
 mod invariants;
 mod lanes;
 mod outcomes;
