@@ -309,7 +309,11 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_close<'c>(
         let mode = match mode {
             0 => CloseMode::Drain,
             1 => CloseMode::DropQueued,
-            m => return Err(Thrown::Argument(format!("close mode {m}: 0 (Drain) or 1 (DropQueued)"))),
+            m => {
+                return Err(Thrown::Argument(format!(
+                    "close mode {m}: 0 (Drain) or 1 (DropQueued)"
+                )))
+            }
         };
         let mut slots = Vec::new();
         let result = s.close(
