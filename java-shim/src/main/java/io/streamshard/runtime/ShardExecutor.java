@@ -5,6 +5,7 @@ import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.NativeScheduler;
 import io.streamshard.scheduler.TaskFailedException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -246,6 +247,8 @@ public final class ShardExecutor implements AutoCloseable {
          */
         public void close(CloseMode mode) {
             int[] dropped = new int[maxInflightPerTask + 1];
+            // -1 ends the list: a close that fails before the scheduler writes it releases nothing.
+            Arrays.fill(dropped, -1);
             try {
                 scheduler.closeTask(handle, mode, drainTimeoutMs, dropped);
             } finally {

@@ -155,7 +155,7 @@ public final class NativeScheduler implements AutoCloseable {
 
     /**
      * Marks a running record failed: the task fails and dispatches nothing more. What the record
-     * threw stays in the JVM ({@code ShardExecutor.ShardTask#failure}); the scheduler keeps where.
+     * threw stays in the JVM (the task's {@code ShardExecutor.FailureSink}); the scheduler keeps where.
      */
     public void fail(int slot) {
         long h = enter();

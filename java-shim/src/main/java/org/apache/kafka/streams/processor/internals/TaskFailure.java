@@ -48,9 +48,10 @@ final class TaskFailure implements ShardExecutor.FailureSink {
     }
 
     /**
-     * At a drain (a commit, a suspend, a punctuation, a close, the switch to inline): throws the
-     * worker's exception unchanged, so the stock path runs on it; one that is neither a
-     * RuntimeException nor an Error (thrown sneakily) in a StreamsException naming the task.
+     * At a drain (a commit, a suspend, a punctuation, a close, the switch to inline), once the
+     * scheduler reported a record of the task failed: throws the worker's exception unchanged, so
+     * the stock path runs on it; one that is neither a RuntimeException nor an Error (thrown
+     * sneakily) in a StreamsException naming the task. Always throws.
      */
     void rethrow() {
         Throwable f = first;
@@ -61,7 +62,20 @@ final class TaskFailure implements ShardExecutor.FailureSink {
             throw (Error) f;
         }
         if (f != null) {
-            throw new StreamsException("streamshard: task " + task + " failed on a worker: " + f, f, task);
+            throw new StreamsException("streamshard: task " + task + " failed on a worker: " + describe(f), f, task);
+        }
+        // The sink is told before the scheduler, so this is a bug of ours: never go on as if drained.
+        throw new IllegalStateException(
+                "streamshard: the scheduler reports a failed record of task " + task + " but none was kept");
+    }
+
+    /** {@code f} as {@code toString()} gives it, or its class name where that throws. */
+    private static String describe(Throwable f) {
+        try {
+            return String.valueOf(f);
+        } catch (RuntimeException e) {
+            return f.getClass().getName() + " (its toString() threw "
+                    + e.getClass().getName() + ")";
         }
     }
 
