@@ -4,7 +4,7 @@
 # and one pass of every benchmark in test mode (so the harness cannot rot). Speed is never
 # asserted here. Every run ends with a table of its stages and their seconds.
 #
-#   bash scripts/test.sh               CI's run (.ci/run), about 45 minutes here: every guarantee on
+#   bash scripts/test.sh               CI's run (.ci/run), about 33 minutes here: every guarantee on
 #                                      the default Kafka Streams (4.3.1), the tests that exercise
 #                                      each version's own hooks on the oldest and newest, a subset
 #                                      of Kafka's own integration tests, the short torture test
