@@ -260,12 +260,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } catch (RuntimeException e) {
             throw failure.atIsProcessable(e);
         }
-        if (stock && shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
+        if (!stock) {
+            return false;
+        }
+        if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
             return true;
         }
-        if (stock) {
-            RoomWait.atCap(shard);
-        }
+        RoomWait.atCap(shard);
         return false;
     }
 
@@ -273,8 +274,6 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     boolean serial(ProcessorNode<?, ?, ?, ?> child) {
         return serialNodes != null && serialNodes.contains(child);
     }
-
-    // ---------------------------------------------------------------- barriers
 
     /**
      * Throws the failure of a record of the task's, if one failed, once none of its records runs:
