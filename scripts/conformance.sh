@@ -6,7 +6,7 @@
 #
 #   bash scripts/conformance.sh [--kafka V] [--tests V] [--classes PATTERN] [--subset FILE]
 #                               [--stock | --stock-if-failed] [--resume] [--rerun N] [--no-build]
-#                               [--jar JAR] [--out DIR]
+#                               [--jobs N] [--jar JAR] [--out DIR]
 #
 #   --kafka V        the Kafka Streams (and clients, and embedded broker) the tests run on (4.3.1)
 #   --tests V        the version of the published test jar (4.3.1, the newest served here)
@@ -21,6 +21,8 @@
 #                    pieces: --out conformance/runs/<tests>-on-<kafka> --stock --resume)
 #   --rerun N        run a test that passes stock and failed with the agent up to N more times,
 #                    each time in a new JVM (0); a pass after a failure is "flaky"
+#   --jobs N         run N classes at a time, each in its own JVMs (1): the tests mostly wait on
+#                    their embedded brokers, so two at once on two cores take little more than one
 #   --jar JAR        the agent jar to run (default: java-shim's, built first unless --no-build)
 #
 # Writes --out (target/conformance/<kafka>): stock.tsv and streamshard.tsv (one row per test: result and
@@ -31,7 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-kafka=4.3.1 tests=4.3.1 classes="" subset="" stock=0 stock_if_failed=0 resume=0 rerun=0 build=1 out="" jar=""
+kafka=4.3.1 tests=4.3.1 classes="" subset="" stock=0 stock_if_failed=0 resume=0 rerun=0 jobs=1 build=1 out="" jar=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kafka) kafka="$2"; shift 2 ;;
@@ -42,17 +44,18 @@ while [ $# -gt 0 ]; do
     --stock-if-failed) stock_if_failed=1; shift ;;
     --resume) resume=1; shift ;;
     --rerun) rerun="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --out) out="$2"; shift 2 ;;
     --jar) jar="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"; build=0; shift 2 ;;
-    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,32p' "$0" >&2; exit 2 ;;
   esac
 done
 out="${out:-target/conformance/$kafka}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 if [ "$resume" = 0 ]; then
-  rm -rf "$out"/stock.tsv "$out"/streamshard.tsv "$out"/times.tsv "$out"/*-reports "$out"/*.log
+  rm -rf "$out"/stock.tsv "$out"/streamshard.tsv "$out"/times.tsv "$out"/*-reports "$out"/*.log "$out"/parts
 fi
 . scripts/lib/toolchain.sh
 
@@ -107,24 +110,31 @@ report() {
     ${baseline:+--baseline "$baseline"} --title "Kafka Streams $tests integration tests on Kafka $kafka" "$@"
 }
 
+# Each JVM writes its rows to a file of its own class (parts/MODE-CLASS.tsv); under a lock they
+# replace that class's rows in MODE.tsv, so classes running at once never write the same file.
+locked() { (flock 9 && "$@") 9>"$out/.lock"; }
+merge() { # merge MODE CLASS: the class's rows in MODE.tsv become those of its part
+  { grep -v "^$2	" "$out/$1.tsv" 2>/dev/null || true; cat "$out/parts/$1-$2.tsv" 2>/dev/null || true; } >"$out/$1.tsv.tmp"
+  mv "$out/$1.tsv.tmp" "$out/$1.tsv"
+}
+
 run_class() { # run_class MODE CLASS
-  local mode="$1" cls="$2" argline="" started rc
+  local mode="$1" cls="$2" argline="" started rc part="$out/parts/$1-$2.tsv"
   if [ "$mode" = streamshard ]; then
     argline="-javaagent:$jar=inline.below.us=0"
   fi
   if [ "$resume" = 1 ] && grep -q "^$cls	$mode	" "$out/times.tsv" 2>/dev/null; then
     return 0 # finished in an earlier piece
   fi
-  if [ -f "$out/$mode.tsv" ]; then # rows of a piece that did not finish
-    grep -v "^$cls	" "$out/$mode.tsv" >"$out/$mode.tsv.tmp" || true
-    mv "$out/$mode.tsv.tmp" "$out/$mode.tsv"
-  fi
+  mkdir -p "$out/parts"
+  rm -f "$part" # rows of a piece that did not finish
   started=$(date +%s)
   rc=0
   "${mvn_conf[@]}" test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false \
     -Dconformance.argLine="$argline" \
-    -Dconformance.counts="$out/$mode.tsv" -Dconformance.reports="$out/$mode-reports" \
+    -Dconformance.counts="$part" -Dconformance.reports="$out/$mode-reports" \
     >"$out/$mode-$cls.log" 2>&1 || rc=$?
+  locked merge "$mode" "$cls"
   # Surefire's own rerun repeats a failed test in the same JVM, where the class's static embedded
   # cluster is already stopped ("Failed to start test Kafka cluster"); a new JVM for the failed
   # methods alone is what a flaky test needs.
@@ -136,20 +146,20 @@ run_class() { # run_class MODE CLASS
     echo "   again, in a new JVM: $cls#$failed"
     "${mvn_conf[@]}" test -Dtest="$cls#$failed" -Dsurefire.failIfNoSpecifiedTests=false \
       -Dconformance.argLine="$argline" \
-      -Dconformance.counts="$out/$mode.tsv" -Dconformance.reports="$out/$mode-reports-rerun" \
+      -Dconformance.counts="$part" -Dconformance.reports="$out/$mode-reports-rerun" \
       >>"$out/$mode-$cls.log" 2>&1 || true
+    locked merge "$mode" "$cls"
   done
-  printf '%s\t%s\t%s\t%s\n' "$cls" "$mode" "$(( $(date +%s) - started ))" "$rc" >>"$out/times.tsv"
-  if [ "$rc" != 0 ] && ! grep -q "^$cls	" "$out/$mode.tsv" 2>/dev/null; then
+  if [ "$rc" != 0 ] && ! grep -q "^$cls	" "$part" 2>/dev/null; then
     echo "   $mode $cls: no test ran (see $out/$mode-$cls.log)"
-    printf '%s\t(class)\tFAILED\t-\t-\t-\tno test ran: fork died or timed out (exit %s)\n' "$cls" "$rc" >>"$out/$mode.tsv"
+    printf '%s\t(class)\tFAILED\t-\t-\t-\tno test ran: fork died or timed out (exit %s)\n' "$cls" "$rc" >>"$part"
+    locked merge "$mode" "$cls"
   fi
+  locked printf '%s\t%s\t%s\t%s\n' "$cls" "$mode" "$(( $(date +%s) - started ))" "$rc" >>"$out/times.tsv"
 }
 
-i=0
-for cls in $selected; do
-  i=$((i + 1))
-  echo "==> [$i/$n] $cls"
+one_class() { # one_class CLASS: its runs in the chosen modes, then the report so far
+  local cls="$1"
   if [ "$stock" = 1 ]; then run_class stock "$cls"; fi
   run_class streamshard "$cls"
   if [ "$stock_if_failed" = 1 ] && { [ -n "$(report --failed "$cls")" ] ||
@@ -157,7 +167,20 @@ for cls in $selected; do
     echo "   failed with streamshard: the class stock too"
     run_class stock "$cls"
   fi
-  report >/dev/null || true
+  locked report >/dev/null || true
+}
+
+i=0
+for cls in $selected; do
+  i=$((i + 1))
+  echo "==> [$i/$n] $cls"
+  if [ "$jobs" -le 1 ]; then
+    one_class "$cls"
+    continue
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  one_class "$cls" &
 done
+wait || true
 echo "==> results: $out/results.tsv, $out/summary.md"
 report
