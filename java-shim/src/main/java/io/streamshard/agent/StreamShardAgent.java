@@ -135,6 +135,7 @@ public final class StreamShardAgent {
                 // Loads every class the transformer itself uses before it is installed.
                 .warmUp(Hook.class)
                 .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
+                .with(new LoadedFallbackPool.Strategy())
                 .with(AgentBuilder.InitializationStrategy.NoOp.INSTANCE)
                 .with(AgentBuilder.InjectionStrategy.Disabled.INSTANCE)
                 .with((AgentBuilder.TransformerDecorator) t -> new OnlyNamed(t, types))
