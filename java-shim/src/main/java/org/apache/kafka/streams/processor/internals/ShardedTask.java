@@ -6,6 +6,7 @@ import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.InlinePolicy;
 import io.streamshard.runtime.PartitionNumbers;
+import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
@@ -57,6 +58,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private final int maxBacklog;
     /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
     final RetryPolicy retry;
+    /** The tracing agent's context of each record, across the hand-off; null: no agent. */
+    final RecordTrace trace;
     /** The ordered hand-back into the serial region; null if the task has none. */
     final SerialRegion serialRegion;
 
@@ -115,6 +118,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         this.times = new RecordTimes(inline, processLatency);
         this.maxBacklog = instance.config.maxInflightPerTask();
         this.retry = RetryPolicy.of(instance.config);
+        this.trace = RecordTrace.of(StreamTask.class.getClassLoader());
         this.failure = new TaskFailure(task.id(), instance.eos);
         if (classification.mode() == Classification.Mode.SPLIT) {
             serialNodes = TopologyInspector.nodesNamed(task.topology, classification.serialNodes());
@@ -181,11 +185,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         ShardExecutor.ShardTask shard = shard();
         @SuppressWarnings("unchecked")
         SourceNode<Object, Object> source = (SourceNode<Object, Object>) info.node();
-        ProcessorRecordContext recordContext = StreamShardCompat.COMPAT.context(record);
         // As stock's doProcess: the source node's end-to-end latency, at dequeue, on the StreamThread.
         task.maybeRecordE2ELatency(record.timestamp, wallClockTime, source.name());
-        Ticket t =
-                new Ticket(this, source, record.key(), record.value(), recordContext, wallClockTime, task.streamTime());
+        Ticket t = Ticket.of(this, source, record, wallClockTime);
         if (threadMayHaveCached) {
             // Nothing of the task is on a worker (see the flag): what its StreamThread left dirty
             // in the caches is forwarded now, before a worker could write those keys through.
@@ -198,17 +200,22 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         int partition = partitions.numberOf(info.partition());
         long deadline = 0;
         byte[] rawKey = StreamShardCompat.COMPAT.rawKey(record);
-        while (!shard.submit(partition, record.offset(), rawKey, t)) {
-            // A record failed since isProcessable, or another StreamThread took the last global
-            // slots (isProcessable checked the caps).
-            throwIfFailed();
-            if (deadline == 0) {
-                deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs());
-            } else if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("streamshard: no capacity for task " + task.id() + " within "
-                        + StreamShardConfig.DRAIN_TIMEOUT_MS);
+        try {
+            while (!shard.submit(partition, record.offset(), rawKey, t)) {
+                // A record failed since isProcessable, or another StreamThread took the last global
+                // slots (isProcessable checked the caps).
+                throwIfFailed();
+                if (deadline == 0) {
+                    deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs());
+                } else if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("streamshard: no capacity for task " + task.id() + " within "
+                            + StreamShardConfig.DRAIN_TIMEOUT_MS);
+                }
+                Thread.onSpinWait();
             }
-            Thread.onSpinWait();
+        } catch (RuntimeException e) {
+            t.notHandedOver(e);
+            throw e;
         }
     }
 

@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
@@ -26,6 +27,8 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
     private final long wallClockTime;
     /** The task's stream time when the StreamThread dequeued the record. */
     final long streamTime;
+    /** The tracing agent's state of the record ({@link ShardedTask#trace}); null: none. */
+    final Object traced;
     /** Written by the worker running the parallel part, read by the runner after it finished. */
     private ArrayList<Parked> parked;
     /** The parallel part's run time, ns, until the serial part adds its own (tasks with a serial region). */
@@ -71,7 +74,8 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
             Object value,
             ProcessorRecordContext recordContext,
             long wallClockTime,
-            long streamTime) {
+            long streamTime,
+            Object traced) {
         this.owner = owner;
         this.source = source;
         this.key = key;
@@ -79,6 +83,27 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
         this.recordContext = recordContext;
         this.wallClockTime = wallClockTime;
         this.streamTime = streamTime;
+        this.traced = traced;
+    }
+
+    /** The ticket of a record the StreamThread hands to the workers, with what its trace carries. */
+    static Ticket of(ShardedTask owner, SourceNode<Object, Object> source, StampedRecord record, long wallClockTime) {
+        return new Ticket(
+                owner,
+                source,
+                record.key(),
+                record.value(),
+                StreamShardCompat.COMPAT.context(record),
+                wallClockTime,
+                owner.task.streamTime(),
+                owner.trace == null ? null : owner.trace.handOff());
+    }
+
+    /** On the StreamThread: the record could not be handed over ({@code e}); its span ends with that. */
+    void notHandedOver(RuntimeException e) {
+        if (traced != null) {
+            owner.trace.end(traced, e);
+        }
     }
 
     /**
@@ -90,9 +115,32 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
         if (attempts == 0) {
             RecordTotals.ranOnWorker();
         }
-        if (runParallelPart() && owner.serialRegion != null) {
+        boolean done = traced == null ? runParallelPart() : runParallelPartTraced();
+        if (done && owner.serialRegion != null) {
             owner.serialRegion.finished(this);
         }
+    }
+
+    /**
+     * The parallel part inside the record's trace context; the record's span ends here unless
+     * its serial part is still to run (or the part is to run again).
+     */
+    private boolean runParallelPartTraced() {
+        RecordTrace trace = owner.trace;
+        Object scope = trace.enter(traced);
+        boolean done;
+        try {
+            done = runParallelPart();
+        } catch (RuntimeException e) {
+            trace.exit(scope);
+            trace.end(traced, e);
+            throw e;
+        }
+        trace.exit(scope);
+        if (done && owner.serialRegion == null) {
+            trace.end(traced, null);
+        }
+        return done;
     }
 
     @Override
@@ -188,6 +236,24 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
     /** On the runner: what stock's forwardInternal would have done for each parked forward. */
     @Override
     protected void runSerialPart() {
+        if (traced == null) {
+            runSerialPartUntraced();
+            return;
+        }
+        RecordTrace trace = owner.trace;
+        Object scope = trace.enter(traced);
+        try {
+            runSerialPartUntraced();
+        } catch (RuntimeException e) {
+            trace.exit(scope);
+            trace.end(traced, e);
+            throw e;
+        }
+        trace.exit(scope);
+        trace.end(traced, null);
+    }
+
+    private void runSerialPartUntraced() {
         ArrayList<Parked> p = parked;
         parked = null;
         lastHeaders = null;
