@@ -131,6 +131,29 @@ class OpenTelemetryIT {
         assertSameSpansAsStock(r);
     }
 
+    @Test
+    void aFailedRecordsProcessSpanEndsWithItsExceptionAsInStock() throws Exception {
+        String poison = "150";
+        String trace = PARENTS.get(poison)[0];
+        for (Run r : List.of(
+                run("stock-fail", List.of(otel()), Map.of(), "at_least_once", poison),
+                run("shard-fail", List.of(otel(), streamshard()), Map.of(), "at_least_once", poison))) {
+            List<Spans.Span> mine = r.spans.stream()
+                    .filter(s -> s.traceId.equals(trace) && s.name.equals(INPUT + " process"))
+                    .collect(Collectors.toList());
+            assertThat(mine)
+                    .as("%s: the poison record's process spans; output's end:\n%s", r.label, r.tail())
+                    .hasSize(1);
+            assertThat(mine.get(0).status)
+                    .as("%s: its status (2: error)", r.label)
+                    .isEqualTo(2);
+            assertThat(mine.get(0).events).as("%s: its events", r.label).contains("exception");
+            assertThat(mine.get(0).exceptionMessage)
+                    .as("%s: the exception recorded", r.label)
+                    .contains("poison record " + poison);
+        }
+    }
+
     /** The stock run (OpenTelemetry alone), once; itself checked against the expected shape. */
     private static synchronized Run stock() throws Exception {
         if (stock == null) {
@@ -175,6 +198,11 @@ class OpenTelemetryIT {
 
     private static Run run(String label, List<String> agents, Map<String, String> env, String guarantee)
             throws Exception {
+        return run(label, agents, env, guarantee, null);
+    }
+
+    private static Run run(String label, List<String> agents, Map<String, String> env, String guarantee, String poison)
+            throws Exception {
         String outA = "otel-a-" + label + SUFFIX;
         String outB = "otel-b-" + label + SUFFIX;
         OrderProducer.createTopics(BOOTSTRAP, 4, List.of(outA, outB));
@@ -201,6 +229,9 @@ class OpenTelemetryIT {
                 url,
                 Integer.toString(RECORDS),
                 guarantee));
+        if (poison != null) {
+            cmd.add(poison);
+        }
         Path log = Path.of("target", "otel", label + ".log");
         Files.createDirectories(log.getParent());
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
@@ -211,13 +242,15 @@ class OpenTelemetryIT {
             p.destroyForcibly();
         }
         List<String> output = Files.readAllLines(log, StandardCharsets.UTF_8);
-        Run r = new Run(label, output, consume(outA), consume(outB));
+        Run r = poison == null
+                ? new Run(label, output, consume(outA), consume(outB))
+                : new Run(label, output, List.of(), List.of());
         assertThat(exited)
                 .as("%s: the application did not finish in 240 s; its output's end:\n%s", label, r.tail())
                 .isTrue();
         assertThat(p.exitValue())
                 .as("%s exit; output's end:\n%s", label, r.tail())
-                .isZero();
+                .isEqualTo(poison == null ? 0 : 3);
         return r;
     }
 

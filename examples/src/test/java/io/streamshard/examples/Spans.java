@@ -27,6 +27,8 @@ final class Spans {
         final long end;
         /** The names of its events ("exception" for a recorded exception). */
         final List<String> events = new ArrayList<>();
+        /** The message of its recorded exception, "" if none. */
+        String exceptionMessage = "";
 
         Span(Map<String, Object> s) {
             traceId = (String) s.get("traceId");
@@ -47,7 +49,14 @@ final class Spans {
             start = Long.parseLong(String.valueOf(s.get("startTimeUnixNano")));
             end = Long.parseLong(String.valueOf(s.get("endTimeUnixNano")));
             for (Object e : list(s.get("events"))) {
-                events.add(String.valueOf(((Map<?, ?>) e).get("name")));
+                Map<?, ?> event = (Map<?, ?>) e;
+                events.add(String.valueOf(event.get("name")));
+                for (Object a : list(event.get("attributes"))) {
+                    Map<?, ?> m = (Map<?, ?>) a;
+                    if ("exception.message".equals(m.get("key")) || "exception.stacktrace".equals(m.get("key"))) {
+                        exceptionMessage += String.valueOf(m.get("value"));
+                    }
+                }
             }
         }
 

@@ -13,6 +13,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Produced;
@@ -27,7 +28,9 @@ import org.apache.kafka.streams.processor.api.Record;
  * until it has processed {@code N} records, closes, and waits a moment for a tracing agent to
  * export its last spans.
  *
- * <p>Arguments: BOOTSTRAP APPLICATION_ID IN OUT_A OUT_B URL N GUARANTEE
+ * <p>Arguments: BOOTSTRAP APPLICATION_ID IN OUT_A OUT_B URL N GUARANTEE [POISON]: with POISON,
+ * the record of that value fails in mapValues, the application stops on the failure (exit 3), and
+ * N is not waited for.
  */
 public final class TraceApp {
     private TraceApp() {}
@@ -38,10 +41,17 @@ public final class TraceApp {
 
     public static void main(String[] a) throws Exception {
         String url = a[5];
+        String poison = a.length > 8 ? a[8] : null;
         processed = new CountDownLatch(Integer.parseInt(a[6]));
+        CountDownLatch failed = new CountDownLatch(1);
         StreamsBuilder b = new StreamsBuilder();
-        KStream<String, String> answered =
-                b.stream(a[2], Consumed.with(Serdes.String(), Serdes.String())).mapValues(v -> call(url + "?v=" + v));
+        KStream<String, String> answered = b.stream(a[2], Consumed.with(Serdes.String(), Serdes.String()))
+                .mapValues(v -> {
+                    if (v.equals(poison)) {
+                        throw new IllegalStateException("poison record " + v);
+                    }
+                    return call(url + "?v=" + v);
+                });
         answered.to(a[3], Produced.with(Serdes.String(), Serdes.String()));
         answered.process(Tagged::new).to(a[4], Produced.with(Serdes.String(), Serdes.String()));
         Properties p = new Properties();
@@ -55,12 +65,19 @@ public final class TraceApp {
         p.put("consumer.auto.offset.reset", "earliest");
         p.put("streamshard.workers", "16");
         KafkaStreams streams = new KafkaStreams(b.build(), p);
+        streams.setUncaughtExceptionHandler(e -> {
+            failed.countDown();
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
         streams.start();
-        boolean all = processed.await(120, TimeUnit.SECONDS);
+        boolean ended = poison == null ? processed.await(120, TimeUnit.SECONDS) : failed.await(120, TimeUnit.SECONDS);
         streams.close(Duration.ofSeconds(60));
-        System.out.println("trace app: " + (all ? "all processed" : processed.getCount() + " not processed"));
+        System.out.println("trace app: "
+                + (poison != null
+                        ? (ended ? "stopped by the poison record" : "no failure")
+                        : ended ? "all processed" : processed.getCount() + " not processed"));
         Thread.sleep(1500); // the tracing agent's batch exporter: its last batch
-        System.exit(all ? 0 : 1);
+        System.exit(!ended ? 1 : poison != null ? 3 : 0);
     }
 
     static String call(String url) {

@@ -32,6 +32,13 @@ public final class ShardExecutor implements AutoCloseable {
     public interface Retriable extends Runnable {
         /** After {@link #run}: the wait before the next run, ns, or -1 if the record is done. Clears it. */
         long retryDelayNanos();
+
+        /**
+         * The record was dropped unrun by a close ({@link CloseMode#DROP_QUEUED}): it is processed
+         * again after the task's restart, from its committed offset. Called on the closing thread;
+         * must not throw.
+         */
+        default void dropped() {}
     }
 
     /**
@@ -255,6 +262,9 @@ public final class ShardExecutor implements AutoCloseable {
                 for (int slot : dropped) {
                     if (slot < 0) {
                         break;
+                    }
+                    if (table[slot].run instanceof Retriable) {
+                        ((Retriable) table[slot].run).dropped();
                     }
                     table[slot].run = null;
                     table[slot].task = null;

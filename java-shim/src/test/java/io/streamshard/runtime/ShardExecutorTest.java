@@ -12,6 +12,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -118,6 +119,65 @@ class ShardExecutorTest {
                     .isFalse();
             assertThat(ex.freeSlots()).as("the refused submit took no slot").isEqualTo(64);
             task.close(CloseMode.DROP_QUEUED);
+            awaitFreeSlots(ex, 64);
+        }
+    }
+
+    /** A record that counts its runs and whether it was told it was dropped. */
+    private static final class Counted implements ShardExecutor.Retriable {
+        final AtomicInteger runs = new AtomicInteger();
+        final AtomicInteger dropped = new AtomicInteger();
+
+        @Override
+        public void run() {
+            runs.incrementAndGet();
+        }
+
+        @Override
+        public long retryDelayNanos() {
+            return -1;
+        }
+
+        @Override
+        public void dropped() {
+            dropped.incrementAndGet();
+        }
+    }
+
+    @Test
+    void recordsDroppedByACloseAreToldSoAndNeverRun() throws Exception {
+        try (ShardExecutor ex = new ShardExecutor("test", 2, 64, 64, 10_000)) {
+            FirstFailure failures = new FirstFailure();
+            ShardExecutor.ShardTask task = ex.register(0, 4, false, failures);
+            CountDownLatch started = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            submit(task, 0, 0, key(1), () -> {
+                started.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new IllegalStateException("the first record fails");
+            });
+            assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+            // Behind the running record on its key's lane: queued, never dispatched once it failed.
+            Counted second = new Counted();
+            Counted third = new Counted();
+            submit(task, 0, 1, key(1), second);
+            submit(task, 0, 2, key(1), third);
+            release.countDown();
+            assertThat(task.drain()).as("a drain of a failed task").isFalse();
+            task.close(CloseMode.DROP_QUEUED);
+            assertThat(second.runs.get() + third.runs.get())
+                    .as("dropped records ran")
+                    .isZero();
+            assertThat(second.dropped.get())
+                    .as("the second record told it was dropped")
+                    .isEqualTo(1);
+            assertThat(third.dropped.get())
+                    .as("the third record told it was dropped")
+                    .isEqualTo(1);
             awaitFreeSlots(ex, 64);
         }
     }

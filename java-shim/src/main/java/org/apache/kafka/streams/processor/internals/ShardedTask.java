@@ -6,7 +6,6 @@ import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.InlinePolicy;
 import io.streamshard.runtime.PartitionNumbers;
-import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
@@ -44,10 +43,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     /** Partition → its number in the scheduler registration. */
     final PartitionNumbers<TopicPartition> partitions = new PartitionNumbers<>();
     /**
-     * Whether the StreamThread may have written the task's cached key-value stores since its last
-     * hand-off: set by every drain and every record run inline, cleared when the next record goes
-     * to a worker, which flushes those caches first (StreamShardStores). Between the set and that
-     * hand-off no record of the task is on a worker. StreamThread only.
+     * Whether the StreamThread may have written the task's cached key-value stores since its last hand-off: set by
+     * every drain and record run inline, cleared when the next record goes to a worker, which flushes those caches
+     * first (StreamShardStores). Between the set and that hand-off no record of the task is on a worker.
      */
     private boolean threadMayHaveCached = true;
     /** Workers or inline, decided once per record (cheap records: StreamShardConfig.INLINE_BELOW_US). */
@@ -58,14 +56,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private final int maxBacklog;
     /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
     final RetryPolicy retry;
-    /** The tracing agent's context of each record, across the hand-off; null: no agent. */
-    final RecordTrace trace;
     /** The ordered hand-back into the serial region; null if the task has none. */
     final SerialRegion serialRegion;
-
     /** The task's scheduler registration, made at its first handed-off record; null before, and after a close. */
     private ShardExecutor.ShardTask shard;
-
     /** The first failure of the registration's records on a worker, and its forms for the StreamThread. */
     final TaskFailure failure;
 
@@ -118,7 +112,6 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         this.times = new RecordTimes(inline, processLatency);
         this.maxBacklog = instance.config.maxInflightPerTask();
         this.retry = RetryPolicy.of(instance.config);
-        this.trace = RecordTrace.of(StreamTask.class.getClassLoader());
         this.failure = new TaskFailure(task.id(), instance.eos);
         if (classification.mode() == Classification.Mode.SPLIT) {
             serialNodes = TopologyInspector.nodesNamed(task.topology, classification.serialNodes());

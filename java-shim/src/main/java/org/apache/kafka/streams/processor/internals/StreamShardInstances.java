@@ -4,6 +4,7 @@ import io.streamshard.agent.AgentState;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
+import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.NativeLibraryException;
@@ -54,6 +55,8 @@ public final class StreamShardInstances {
         final StreamShardMetrics metrics;
         /** Whether the instance runs exactly-once (what stock's StreamTask.process asks of a timeout). */
         final boolean eos;
+        /** The tracing agent's context of each record, across the hand-off; null: no agent. */
+        final RecordTrace trace = RecordTrace.of(StreamTask.class.getClassLoader());
         /** Per sub-topology, its graph for the status listener (only while one is on). */
         final Map<Integer, String> graphs = Collections.synchronizedMap(new TreeMap<>());
         /** The status listener's feed, or null when it is off. */

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.apache.kafka.streams.processor.api.Record;
 
 /**
@@ -27,7 +28,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
     private final long wallClockTime;
     /** The task's stream time when the StreamThread dequeued the record. */
     final long streamTime;
-    /** The tracing agent's state of the record ({@link ShardedTask#trace}); null: none. */
+    /** The tracing agent's state of the record (the instance's trace); null: none. */
     final Object traced;
     /** Written by the worker running the parallel part, read by the runner after it finished. */
     private ArrayList<Parked> parked;
@@ -96,13 +97,24 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
                 StreamShardCompat.COMPAT.context(record),
                 wallClockTime,
                 owner.task.streamTime(),
-                owner.trace == null ? null : owner.trace.handOff());
+                owner.instance.trace == null ? null : owner.instance.trace.handOff());
+    }
+
+    /** Dropped unrun by a dirty close (processed again after the restart): its span ends saying so. */
+    @Override
+    public void dropped() {
+        if (traced != null) {
+            owner.instance.trace.end(
+                    traced,
+                    new StreamsException("streamshard: dropped unprocessed by a dirty close of task " + owner.task.id()
+                            + "; processed again after its restart"));
+        }
     }
 
     /** On the StreamThread: the record could not be handed over ({@code e}); its span ends with that. */
     void notHandedOver(RuntimeException e) {
         if (traced != null) {
-            owner.trace.end(traced, e);
+            owner.instance.trace.end(traced, e);
         }
     }
 
@@ -126,7 +138,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
      * its serial part is still to run (or the part is to run again).
      */
     private boolean runParallelPartTraced() {
-        RecordTrace trace = owner.trace;
+        RecordTrace trace = owner.instance.trace;
         Object scope = trace.enter(traced);
         boolean done;
         try {
@@ -240,7 +252,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
             runSerialPartUntraced();
             return;
         }
-        RecordTrace trace = owner.trace;
+        RecordTrace trace = owner.instance.trace;
         Object scope = trace.enter(traced);
         try {
             runSerialPartUntraced();
