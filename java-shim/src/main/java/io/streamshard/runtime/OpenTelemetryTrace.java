@@ -30,7 +30,7 @@ final class OpenTelemetryTrace implements RecordTrace {
     private static final Logger LOG = LoggerFactory.getLogger("io.streamshard");
     private static final String CONTEXT = "io.opentelemetry.javaagent.shaded.io.opentelemetry.context.Context";
     private static final String SCOPE = "io.opentelemetry.javaagent.shaded.io.opentelemetry.context.Scope";
-    /** The module's package: 2.x until 2.21, then with its version suffix. */
+    /** The module's package: up to 2.21, then with its version suffix (2.31 checked). */
     private static final String[] MODULE = {
         "io.opentelemetry.javaagent.instrumentation.kafkastreams.",
         "io.opentelemetry.javaagent.instrumentation.kafkastreams.v0_11.",
@@ -79,7 +79,7 @@ final class OpenTelemetryTrace implements RecordTrace {
             holderContext = holderRequest = holderCloseScope = holderSet = end = null;
             return;
         }
-        holder = (ThreadLocal<?>) stateHolder.getField("HOLDER").get(null);
+        holder = threadLocal(stateHolder);
         MethodType get = MethodType.methodType(Object.class, Object.class);
         holderContext = l.findVirtual(stateHolder, "getContext", MethodType.methodType(context))
                 .asType(get);
@@ -98,6 +98,15 @@ final class OpenTelemetryTrace implements RecordTrace {
                         MethodType.methodType(void.class, context, Object.class, Object.class, Throwable.class))
                 .bindTo(instrumenter)
                 .asType(MethodType.methodType(void.class, Object.class, Object.class, Object.class, Throwable.class));
+    }
+
+    /** The holder's thread-local: a field {@code HOLDER} up to 2.21, a method {@code holder()} after. */
+    private static ThreadLocal<?> threadLocal(Class<?> stateHolder) throws ReflectiveOperationException {
+        try {
+            return (ThreadLocal<?>) stateHolder.getField("HOLDER").get(null);
+        } catch (NoSuchFieldException e) {
+            return (ThreadLocal<?>) stateHolder.getMethod("holder").invoke(null);
+        }
     }
 
     /** The trace for the agent attached to this JVM, or null if OpenTelemetry's Java agent is not. */
