@@ -25,6 +25,13 @@ VERSION = "0.1.0-SNAPSHOT"
 # STREAMSHARD_AGENT: another agent jar (an A/B run of two builds on one broker).
 AGENT = os.environ.get("STREAMSHARD_AGENT") or os.path.join(ROOT, "java-shim", "target", f"streamshard-agent-{VERSION}.jar")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# OpenTelemetry's Java agent for the "+otel" engines (not bundled; Maven Central's, fetched by
+# scripts/bench.sh): spans created and propagated, nothing exported.
+OTEL_AGENT = os.environ.get("OTEL_AGENT") or os.path.expanduser(
+    "~/.m2/repository/io/opentelemetry/javaagent/opentelemetry-javaagent/2.21.0/opentelemetry-javaagent-2.21.0.jar")
+OTEL_OPTS = ["-Dotel.traces.exporter=none", "-Dotel.metrics.exporter=none", "-Dotel.logs.exporter=none"]
+# The slow service of http:<µs> work (bench/apps SlowService, its own JVM, no agent).
+SERVICE_PORT = int(os.environ.get("BENCH_SERVICE_PORT", "18089"))
 
 
 @dataclass
@@ -118,6 +125,16 @@ def scenarios(quick):
                  stock_records=n(2000, 200),
                  note="Stock runs 2,000 of the records. The retry in the lambda sleeps 100 ms; "
                  "streamshard-retry waits 80-100 ms on the key's lane without holding a worker."),
+        # Beside OpenTelemetry's Java agent (issue 35): a real HTTP call, so the agent has a client
+        # span to make per record as well as the process and send spans.
+        Scenario("otel", "Beside OpenTelemetry's Java agent: an HTTP call (java.net.http) answered after 5 ms, "
+                 "4 partitions, 10,000 uniform keys, 64 workers", "http:5000", 4, 10000, "uniform", 64,
+                 n(20000, 400), [] if quick else ["stock", "stock+otel", "streamshard", "streamshard+otel",
+                                                  "streamshard+otel-last"],
+                 stock_records=n(2000, 200),
+                 note="Stock runs 2,000 of the records. +otel: OpenTelemetry's Java agent 2.21.0 first on the "
+                 "command line (as a platform adds it), +otel-last: after streamshard's; spans created and "
+                 "propagated, exporter off."),
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
     ]
@@ -164,6 +181,13 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
         return java + ["-cp", classpath("pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
                        s.guarantee, str(workers)]
     agent = ["-javaagent:" + AGENT] if engine.startswith("streamshard") else []
+    if engine.endswith("+otel"):
+        agent = ["-javaagent:" + OTEL_AGENT] + agent + OTEL_OPTS
+    elif engine.endswith("+otel-last"):
+        agent = agent + ["-javaagent:" + OTEL_AGENT] + OTEL_OPTS
+    if s.work.startswith("http:"):
+        java.append(f"-Dbench.service.url=http://127.0.0.1:{SERVICE_PORT}/")
+    java.append("-Dbench.thread.cpu=true")
     if status_port:
         java.append(f"-Dbench.status.listener=127.0.0.1:{status_port}")
     threads = s.partitions if engine == "stock-4t" else 1
@@ -332,6 +356,7 @@ def run_one(s, engine, workers, out_dir, quick):
             os.killpg(app.pid, signal.SIGKILL)
             app.wait()
         logf.close()
+    result.update(threads_cpu_per_record(logf.name, records))
     args = ["verify", "--input", inp, "--output", out, "--latency-after-us", tail_from_us]
     if s.shape == "fk":
         args += ["--table"]  # its counts are per product: not checkable against the input's keys
@@ -347,6 +372,28 @@ def run_one(s, engine, workers, out_dir, quick):
         + (f"status cpu={result.get('status_cpu_s')} s polls={result.get('status_polls')} " if watcher else "") +
         f"verify={'ok' if summary.get('ok') else 'FAILED ' + json.dumps(summary)}")
     return result
+
+
+def threads_cpu_per_record(log_path, records):
+    """The StreamThreads' and the workers' CPU per record over the steady part of the backlog (from 20%
+    to 90% of its records: start-up, JIT warm-up and the end left out), from BenchApp's half-second
+    lines; empty if it printed none (Parallel Consumer) or the run was too short for two."""
+    samples = []
+    with open(log_path) as f:
+        for line in f:
+            if line.startswith("bench thread cpu:"):
+                p = dict(kv.split("=") for kv in line.split(":", 1)[1].split())
+                samples.append((int(p["records"]), float(p["stream"]), float(p["workers"]),
+                                int(p.get("streamBytes", 0)), int(p.get("workersBytes", 0))))
+    lo = next((x for x in samples if x[0] >= 0.2 * records), None)
+    hi = next((x for x in reversed(samples) if x[0] <= 0.9 * records), None)
+    if not lo or not hi or hi[0] - lo[0] < 0.3 * records:
+        return {}
+    n = hi[0] - lo[0]
+    return {"stream_thread_us_per_rec": round((hi[1] - lo[1]) * 1e6 / n, 1),
+            "workers_us_per_rec": round((hi[2] - lo[2]) * 1e6 / n, 1),
+            "stream_thread_bytes_per_rec": round((hi[3] - lo[3]) / n),
+            "workers_bytes_per_rec": round((hi[4] - lo[4]) / n)}
 
 
 def fmt(x, digits=0):
@@ -368,11 +415,22 @@ def per_key_bound(results, s):
     return records / (max(hot) * latency_s)
 
 
+def threads_cpu(r):
+    st, w = r.get("stream_thread_us_per_rec"), r.get("workers_us_per_rec")
+    return "" if st is None else f"{st:.1f}, {w:.1f}"
+
+
+def threads_bytes(r):
+    st, w = r.get("stream_thread_bytes_per_rec"), r.get("workers_bytes_per_rec")
+    return "" if st is None else f"{st:,}, {w:,}"
+
+
 def markdown(results, scns, quick, elapsed):
     lines = [f"<!-- written by bench/run.py{' --quick' if quick else ''}; do not edit -->", "",
              "| scenario | engine | workers | records/s | vs stock | vs Parallel Consumer | middle-80% records/s | "
-             "p50 ms | p99 ms | CPU s | peak RSS MB | verify |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "p50 ms | p99 ms | CPU s | CPU µs / record: StreamThreads, workers | bytes allocated / record: StreamThreads, workers | "
+             "peak RSS MB | verify |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for s in scns:
         rows = [r for r in results if r["scenario"] == s.name]
         stock = next((r.get("rate_rps") for r in rows if r["engine"] == "stock"), None)
@@ -385,12 +443,12 @@ def markdown(results, scns, quick, elapsed):
             ok = "ok" if v.get("ok") else ("FAILED: " + r.get("error", json.dumps(v))[:120])
             lines.append(f"| {s.name} | {r['engine']} | {r['workers']} | {fmt(rate)} | {vs_stock} | {vs_pc} | "
                          f"{fmt(v.get('rate_mid80_rps'))} | {fmt(r.get('p50_ms'))} | {fmt(r.get('p99_ms'))} | {fmt(r.get('cpu_s'), 1)} | "
-                         f"{fmt(r.get('peak_rss_mb'))} | {ok} |")
+                         f"{threads_cpu(r)} | {threads_bytes(r)} | {fmt(r.get('peak_rss_mb'))} | {ok} |")
     lines += ["", "Scenarios:", ""]
     for s in scns:
         bound = per_key_bound(results, s)
         extra = f" Per-key ordering bound on this input: {bound:,.0f} records/s." if bound else ""
-        if s.work.startswith("sleep:") and s.workers:
+        if s.work.startswith(("sleep:", "http:")) and s.workers:
             ideal = min(s.workers, s.keys) / (int(s.work.split(":")[1]) / 1e6)
             extra += f" Ideal min(workers, keys) / latency: {ideal:,.0f} records/s."
         lines.append(f"- `{s.name}`: {s.title}; {s.records:,} records, {s.payload}-byte values, "
@@ -497,6 +555,11 @@ def main():
     os.makedirs(os.path.join(a.out, "logs"), exist_ok=True)
     began = time.time()
     results = []
+    service = None
+    if any(s.work.startswith("http:") for s in scns):
+        service = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath("apps"), "io.streamshard.bench.SlowService",
+                                    str(SERVICE_PORT)], stdout=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(2)
     for s in scns:
         # streamshard+status: streamshard with the status listener on and a watcher polling it every second.
         extra = ["streamshard+status"] if a.engines and "streamshard+status" in a.engines.split(",") \
@@ -509,6 +572,9 @@ def main():
                     log(f"{s.name} {engine} w={workers} FAILED: {e}")
                     results.append({"scenario": s.name, "engine": engine, "workers": workers,
                                     "records": s.records, "error": str(e)})
+    if service:
+        os.killpg(service.pid, signal.SIGTERM)
+        service.wait()
     elapsed = time.time() - began
     if a.merge:
         with open(os.path.join(a.out, "results.json")) as f:
@@ -516,7 +582,8 @@ def main():
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
-        engines = ["stock", "stock-4t", "streamshard", "streamshard-retry", "streamshard+status", "pc"]
+        engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-retry", "streamshard+status",
+                   "streamshard+otel", "streamshard+otel-last", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),
                                                         r["workers"]))
         ran = {r["scenario"] for r in results}

@@ -1,6 +1,7 @@
 package io.streamshard.bench;
 
 import io.streamshard.examples.Work;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
@@ -184,6 +185,44 @@ public final class BenchApp {
                 .to(counts, Produced.with(Serdes.String(), Serdes.String()));
     }
 
+    /**
+     * Every half second with {@code -Dbench.thread.cpu}: the pieces of work done so far, and the CPU
+     * seconds and bytes allocated of the StreamThreads and of streamshard's workers, one line for bench/run.py, which
+     * takes the steady part of the run (Linux keeps 15 characters of a thread's name, so /proc
+     * cannot tell these threads apart).
+     */
+    static void printThreadCpu() {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        Thread t = new Thread(
+                () -> {
+                    while (true) {
+                        long records = Work.DONE.sum();
+                        long[] stream = new long[2];
+                        long[] workers = new long[2];
+                        for (Thread th : Thread.getAllStackTraces().keySet()) {
+                            long[] into = th.getName().contains("-StreamThread-")
+                                    ? stream
+                                    : th.getName().contains("-worker-") ? workers : null;
+                            if (into != null) {
+                                into[0] += Math.max(0, mx.getThreadCpuTime(th.getId()));
+                                into[1] += Math.max(0, mx.getThreadAllocatedBytes(th.getId()));
+                            }
+                        }
+                        System.out.printf(
+                                "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%n",
+                                records, stream[0] / 1e9, workers[0] / 1e9, stream[1], workers[1]);
+                        try {
+                            Thread.sleep(500);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                },
+                "bench-thread-cpu");
+        t.setDaemon(true);
+        t.start();
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 9 && args.length != 10) {
             System.err.println("usage: BenchApp <bootstrap> <application-id> <input> <output> <counts|-> <work>"
@@ -226,6 +265,9 @@ public final class BenchApp {
             done.countDown();
         }));
         streams.start();
+        if (System.getProperty("bench.thread.cpu") != null) {
+            printThreadCpu();
+        }
         done.await();
     }
 }
