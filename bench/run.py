@@ -411,7 +411,7 @@ def per_key_bound(results, s):
     if not hot:
         return None
     latency_s = int(s.work.split(":")[1]) / 1e6
-    records = max(r["verify"].get("input", 0) for r in results if r["scenario"] == s.name)
+    records = max((r.get("verify") or {}).get("input", 0) for r in results if r["scenario"] == s.name)
     return records / (max(hot) * latency_s)
 
 

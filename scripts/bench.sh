@@ -10,6 +10,8 @@ step "build: the load tool (Rust, rdkafka), the agent jar, the benchmark apps"
 cargo build --release -p streamshard-load
 mvn -B -q --no-transfer-progress package -DskipTests
 python3 -c 'import matplotlib' 2>/dev/null || pip3 install --quiet matplotlib
+# OpenTelemetry's Java agent for the otel scenario's +otel engines (bench/run.py: OTEL_AGENT).
+mvn -B -q --no-transfer-progress dependency:get -Dartifact=io.opentelemetry.javaagent:opentelemetry-javaagent:2.21.0
 step "local Kafka broker"
 export BROKER_PORT="${BROKER_PORT:-19192}"
 . scripts/lib/broker.sh
