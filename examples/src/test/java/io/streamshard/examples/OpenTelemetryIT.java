@@ -131,6 +131,40 @@ class OpenTelemetryIT {
         assertSameSpansAsStock(r);
     }
 
+    /**
+     * OpenTelemetry attached while the application runs: it retransforms StreamTask and the other
+     * classes streamshard instrumented at load. Both agents' changes must stay: records after the
+     * attach still run on the workers, and get process spans.
+     */
+    @Test
+    void anAgentAttachedLaterRetransformsAndBothAgentsChangesStay() throws Exception {
+        Run r = run(
+                "late",
+                List.of(
+                        streamshard(),
+                        "-Djdk.attach.allowAttachSelf=true",
+                        "-Dtrace.app.attach=" + System.getProperty("otel.agent.jar")),
+                Map.of(),
+                "at_least_once");
+        String why = r.label + ": output's end:\n" + r.tail();
+        assertThat(r.output)
+                .as(why)
+                .anyMatch(l -> l.startsWith("trace app: attached"))
+                .noneMatch(l -> l.contains("instrumenting") && l.contains("failed"));
+        List<Spans.Span> process = r.spans.stream()
+                .filter(s -> s.kind == 5 && s.name.equals(INPUT + " process"))
+                .collect(Collectors.toList());
+        List<Spans.Span> calls = r.spans.stream().filter(s -> s.kind == 3).collect(Collectors.toList());
+        assertThat(process).as("process spans after the attach; %s", why).isNotEmpty();
+        assertThat(calls).as("calls traced after the attach; %s", why).isNotEmpty();
+        assertThat(calls)
+                .as("every call after the attach ran on a worker")
+                .allMatch(c -> c.attributes.getOrDefault("thread.name", "").contains("-worker-"));
+        for (List<ConsumerRecord<String, String>> out : List.of(r.outA, r.outB)) {
+            assertThat(out).as("%s: output records", r.label).hasSize(RECORDS);
+        }
+    }
+
     @Test
     void aFailedRecordsProcessSpanEndsWithItsExceptionAsInStock() throws Exception {
         String poison = "150";

@@ -30,7 +30,9 @@ import org.apache.kafka.streams.processor.api.Record;
  *
  * <p>Arguments: BOOTSTRAP APPLICATION_ID IN OUT_A OUT_B URL N GUARANTEE [POISON]: with POISON,
  * the record of that value fails in mapValues, the application stops on the failure (exit 3), and
- * N is not waited for.
+ * N is not waited for. With {@code -Dtrace.app.attach=JAR}, that agent is attached to this JVM
+ * (the Attach API) once half the records are processed, as a platform that adds an agent at run
+ * time does: it retransforms the Kafka Streams classes streamshard already instrumented.
  */
 public final class TraceApp {
     private TraceApp() {}
@@ -38,6 +40,8 @@ public final class TraceApp {
     private static final HttpClient HTTP =
             HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     static CountDownLatch processed;
+    /** While an agent is being attached: records wait in mapValues, so the rest run after it. */
+    static volatile boolean hold;
 
     public static void main(String[] a) throws Exception {
         String url = a[5];
@@ -47,6 +51,9 @@ public final class TraceApp {
         StreamsBuilder b = new StreamsBuilder();
         KStream<String, String> answered = b.stream(a[2], Consumed.with(Serdes.String(), Serdes.String()))
                 .mapValues(v -> {
+                    while (hold) {
+                        sleep(5);
+                    }
                     if (v.equals(poison)) {
                         throw new IllegalStateException("poison record " + v);
                     }
@@ -70,6 +77,22 @@ public final class TraceApp {
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
         streams.start();
+        String attach = System.getProperty("trace.app.attach");
+        if (attach != null) {
+            while (processed.getCount() > Integer.parseInt(a[6]) / 2) {
+                Thread.sleep(10);
+            }
+            hold = true;
+            com.sun.tools.attach.VirtualMachine vm = com.sun.tools.attach.VirtualMachine.attach(
+                    Long.toString(ProcessHandle.current().pid()));
+            try {
+                vm.loadAgent(attach);
+            } finally {
+                vm.detach();
+                hold = false;
+            }
+            System.out.println("trace app: attached " + attach + " with " + processed.getCount() + " to go");
+        }
         boolean ended = poison == null ? processed.await(120, TimeUnit.SECONDS) : failed.await(120, TimeUnit.SECONDS);
         streams.close(Duration.ofSeconds(60));
         System.out.println("trace app: "
@@ -78,6 +101,14 @@ public final class TraceApp {
                         : ended ? "all processed" : processed.getCount() + " not processed"));
         Thread.sleep(1500); // the tracing agent's batch exporter: its last batch
         System.exit(!ended ? 1 : poison != null ? 3 : 0);
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     static String call(String url) {
