@@ -2,11 +2,9 @@ package io.streamshard.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -26,17 +24,15 @@ class AgentStartIT {
                 "public class Bare { public static void main(String[] a) {"
                         + " System.out.println(\"bare main ran\"); } }");
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process p = new ProcessBuilder(List.of(
-                        java.toString(),
-                        "-javaagent:" + System.getProperty("streamshard.agent.jar"),
-                        "-cp",
-                        dir.toString(),
-                        main.toString()))
-                .redirectErrorStream(true)
-                .start();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.exitValue()).as(out).isZero();
+        ProcessBuilder p = new ProcessBuilder(List.of(
+                java.toString(),
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                "-cp",
+                dir.toString(),
+                main.toString()));
+        Children.Result r = Children.run(p, 60);
+        String out = r.output;
+        assertThat(r.exit).as(out).isZero();
         assertThat(out)
                 .contains("bare main ran")
                 .doesNotContain("Exception")
@@ -72,11 +68,9 @@ class AgentStartIT {
     static final Path JDK25 = Path.of(System.getProperty("streamshard.it.jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"));
 
     static String run(List<String> cmd) throws Exception {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.exitValue()).as(out).isZero();
-        return out;
+        Children.Result r = Children.run(new ProcessBuilder(cmd), 120);
+        assertThat(r.exit).as(r.output).isZero();
+        return r.output;
     }
 
     @Test

@@ -2,12 +2,10 @@ package io.streamshard.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,11 +24,10 @@ class ExternalSettingsIT {
         cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(jvmArgs);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), CreateOnlyMain.class.getName()));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().putAll(env);
-        Process p = pb.start();
-        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-        return new Object[] {p.exitValue(), new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8)};
+        Children.Result r = Children.run(pb, 120);
+        return new Object[] {r.exit, r.output};
     }
 
     @Test

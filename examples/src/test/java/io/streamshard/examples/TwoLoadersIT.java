@@ -3,11 +3,9 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -26,25 +24,23 @@ class TwoLoadersIT {
                 .collect(Collectors.joining(File.pathSeparator));
         assertThat(jars).contains("kafka-streams-").contains("kafka-clients-");
         Path java = Path.of(System.getProperty("java.home"), "bin", "java");
-        Process p = new ProcessBuilder(List.of(
-                        java.toString(),
-                        "-javaagent:" + System.getProperty("streamshard.agent.jar"),
-                        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                        "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
-                        "-cp",
-                        Path.of(TwoLoadersMain.class
-                                        .getProtectionDomain()
-                                        .getCodeSource()
-                                        .getLocation()
-                                        .toURI())
-                                .toString(),
-                        TwoLoadersMain.class.getName(),
-                        jars))
-                .redirectErrorStream(true)
-                .start();
-        assertThat(p.waitFor(120, TimeUnit.SECONDS)).isTrue();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.exitValue()).as(out).isZero();
+        ProcessBuilder p = new ProcessBuilder(List.of(
+                java.toString(),
+                "-javaagent:" + System.getProperty("streamshard.agent.jar"),
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info",
+                "-cp",
+                Path.of(TwoLoadersMain.class
+                                .getProtectionDomain()
+                                .getCodeSource()
+                                .getLocation()
+                                .toURI())
+                        .toString(),
+                TwoLoadersMain.class.getName(),
+                jars));
+        Children.Result r = Children.run(p, 120);
+        String out = r.output;
+        assertThat(r.exit).as(out).isZero();
         assertThat(out)
                 .contains("app 0: active=true api-in-own-loader=true scheduler-shared=true")
                 .contains("app 1: active=true api-in-own-loader=true scheduler-shared=true")

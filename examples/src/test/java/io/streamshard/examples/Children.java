@@ -1,0 +1,47 @@
+package io.streamshard.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A child JVM run to its end, its output (stdout and stderr) going to a file as it comes. Reading
+ * the output only after {@code waitFor} deadlocked once the child had written more than the pipe
+ * holds (64 KB): CreateOnlyMain's Kafka logging is about 69 KB on a busy machine, where the admin
+ * client logs more retries before close; the child blocked on its write and the test timed out.
+ */
+final class Children {
+    private Children() {}
+
+    /** The finished child's exit code and output. */
+    static final class Result {
+        final int exit;
+        final String output;
+
+        Result(int exit, String output) {
+            this.exit = exit;
+            this.output = output;
+        }
+    }
+
+    static Result run(ProcessBuilder pb, long timeoutSeconds) throws Exception {
+        File log = File.createTempFile("child-jvm", ".log");
+        try {
+            Process p = pb.redirectErrorStream(true).redirectOutput(log).start();
+            boolean exited = p.waitFor(timeoutSeconds, TimeUnit.SECONDS);
+            if (!exited) {
+                p.destroyForcibly().waitFor();
+            }
+            String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
+            assertThat(exited)
+                    .as("the child JVM %s did not exit within %d s; its output:%n%s", pb.command(), timeoutSeconds, out)
+                    .isTrue();
+            return new Result(p.exitValue(), out);
+        } finally {
+            Files.deleteIfExists(log.toPath());
+        }
+    }
+}
