@@ -130,7 +130,9 @@ run_class() { # run_class MODE CLASS
   rm -f "$part" # rows of a piece that did not finish
   started=$(date +%s)
   rc=0
-  "${mvn_conf[@]}" test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false \
+  # Each run's Surefire boot files in a directory of its own: with --jobs, one run's clean-up
+  # otherwise deleted the booter jar of another that was starting ("Unable to access jarfile").
+  "${mvn_conf[@]}" test -Dtest="$cls" -Dsurefire.failIfNoSpecifiedTests=false -DtempDir="surefire-$mode-$cls" \
     -Dconformance.argLine="$argline" \
     -Dconformance.counts="$part" -Dconformance.reports="$out/$mode-reports" \
     >"$out/$mode-$cls.log" 2>&1 || rc=$?
@@ -144,7 +146,7 @@ run_class() { # run_class MODE CLASS
     failed=$(report --failed "$cls")
     [ -n "$failed" ] || break
     echo "   again, in a new JVM: $cls#$failed"
-    "${mvn_conf[@]}" test -Dtest="$cls#$failed" -Dsurefire.failIfNoSpecifiedTests=false \
+    "${mvn_conf[@]}" test -Dtest="$cls#$failed" -Dsurefire.failIfNoSpecifiedTests=false -DtempDir="surefire-$mode-$cls" \
       -Dconformance.argLine="$argline" \
       -Dconformance.counts="$part" -Dconformance.reports="$out/$mode-reports-rerun" \
       >>"$out/$mode-$cls.log" 2>&1 || true
