@@ -140,8 +140,11 @@ class OpenTelemetryIT {
     void anAgentAttachedLaterRetransformsAndBothAgentsChangesStay() throws Exception {
         Run r = run(
                 "late",
+                // Few records of a task in flight: while the agent is attached (records held in
+                // mapValues), the StreamThread cannot dequeue the rest before its hooks are in.
                 List.of(
                         streamshard(),
+                        "-Dstreamshard.max.inflight.per.task=2",
                         "-Djdk.attach.allowAttachSelf=true",
                         "-Dtrace.app.attach=" + System.getProperty("otel.agent.jar")),
                 Map.of(),
