@@ -576,8 +576,11 @@ def main():
         os.killpg(service.pid, signal.SIGTERM)
         service.wait()
     elapsed = time.time() - began
-    if a.merge:
-        with open(os.path.join(a.out, "results.json")) as f:
+    saved_path = os.path.join(a.out, "results.json")
+    if a.merge and not os.path.exists(saved_path):
+        log(f"--merge: no {saved_path} yet; writing this run's results alone")
+    if a.merge and os.path.exists(saved_path):
+        with open(saved_path) as f:
             saved = json.load(f)
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
