@@ -25,6 +25,11 @@ pub struct SchedulerConfig {
     /// `1 / wake_defer_ratio` of a record's run time. That saves a futex wake-up and a context switch per record when
     /// workers are many and the submitter is the bottleneck. 0 = always wake (no deferral).
     pub wake_defer_ratio: u32,
+    /// Pollers wait outside the scheduler ([`Scheduler::poll_or_idle`]): a caller whose threads
+    /// must not block inside it (virtual threads pin their carrier while in native code) parks
+    /// them itself. A wake-up is then owed to the caller of the operation that decided it
+    /// ([`take_owed_wakes`](crate::take_owed_wakes)) instead of signalled on a condition variable.
+    pub external_waits: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -36,6 +41,7 @@ impl Default for SchedulerConfig {
             max_partitions_per_task: 1_024,
             timing_sample_shift: 3,
             wake_defer_ratio: 16,
+            external_waits: false,
         }
     }
 }

@@ -49,6 +49,14 @@
 //! skipped the signal because of it cannot lose a wake-up. `tests/loom.rs` model-checks this
 //! path (`--cfg loom` swaps in loom's mutex, condvar and atomics, see `sync.rs`).
 //!
+//! External waits (`SchedulerConfig::external_waits`, the JVM's virtual workers, which must not
+//! block in native code): a poller calls `poll_or_idle`, which never blocks; finding nothing, it
+//! is counted in `idle_pollers` and parks on the caller's side. The same wake-up decisions are
+//! taken under the lock, but a decided wake-up is owed to the caller of the operation
+//! (`take_owed_wakes`, a per-thread count read right after the call) instead of signalled; the
+//! caller wakes that many parked pollers (a counting semaphore: a wake-up given before its
+//! poller parks is kept, so none is lost), and a woken poller uncounts itself on its next call.
+//!
 //! Metrics are plain atomics outside the lock. They are written only under the lock (a single
 //! writer at any moment, so relaxed load + store instead of read-modify-write) and read by
 //! [`Scheduler::metrics`] and [`Scheduler::has_capacity`] without it: reading never stalls the
@@ -94,4 +102,6 @@ pub use error::{Error, Remaining, TaskFailure, TaskId};
 pub use histogram::HistogramSnapshot;
 pub use metrics::{MetricsSnapshot, SampledTimes, TaskMetrics, Totals};
 pub use partition::PartitionProgress;
-pub use scheduler::{Capacity, CloseMode, Scheduler, Submission, TaskHandle};
+pub use scheduler::{
+    take_owed_wakes, Capacity, CloseMode, Polled, Scheduler, Submission, TaskHandle,
+};

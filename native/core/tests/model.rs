@@ -159,6 +159,7 @@ impl Model {
             // Every deferral path runs: with ratio 1 a ready record waits for a running one
             // whenever as many run as wait.
             wake_defer_ratio: 1,
+            external_waits: false,
         })
         .unwrap();
         let tasks = (0..TASKS)

@@ -23,8 +23,8 @@ use jni::objects::{JClass, JIntArray, JLongArray, JString};
 use jni::sys::{jboolean, jint, jlong, jstring};
 use jni::EnvUnowned;
 use streamshard_core::{
-    Capacity, CloseMode, Error, NullKeyOrdering, Scheduler, SchedulerConfig, TaskHandle, TaskId,
-    TaskOptions,
+    take_owed_wakes, Capacity, CloseMode, Error, NullKeyOrdering, Scheduler, SchedulerConfig,
+    TaskHandle, TaskId, TaskOptions,
 };
 use streamshard_status::server::StatusServer;
 
@@ -64,6 +64,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_create0<'c>
     max_tasks: jint,
     max_partitions_per_task: jint,
     timing_sample_shift: jint,
+    external_waits: jboolean,
 ) -> jlong {
     entry(env, |_| {
         let config = SchedulerConfig {
@@ -73,6 +74,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_create0<'c>
             max_partitions_per_task: positive("max_partitions_per_task", max_partitions_per_task)?,
             timing_sample_shift: non_negative("timing_sample_shift", timing_sample_shift)?.min(255)
                 as u8,
+            external_waits,
             ..SchedulerConfig::default()
         };
         let native = Native {
@@ -171,14 +173,15 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_submit<'c>(
     entry(env, |_| {
         let key = has_key.then_some(key_hash as u64);
         let task = TaskHandle::from_raw(task as u64);
-        match scheduler(h)?.submit(task, partition as u32, offset, key, slot as u32) {
-            Ok(Capacity::Available) => Ok(SUBMIT_AVAILABLE),
-            Ok(Capacity::TaskFull) => Ok(SUBMIT_TASK_FULL),
-            Ok(Capacity::GlobalFull) => Ok(SUBMIT_GLOBAL_FULL),
-            Err(Error::TaskAtCapacity { .. }) => Ok(SUBMIT_REFUSED_TASK_CAP),
-            Err(Error::GlobalAtCapacity { .. }) => Ok(SUBMIT_REFUSED_GLOBAL_CAP),
-            Err(e) => Err(e.into()),
-        }
+        let code = match scheduler(h)?.submit(task, partition as u32, offset, key, slot as u32) {
+            Ok(Capacity::Available) => SUBMIT_AVAILABLE,
+            Ok(Capacity::TaskFull) => SUBMIT_TASK_FULL,
+            Ok(Capacity::GlobalFull) => SUBMIT_GLOBAL_FULL,
+            Err(Error::TaskAtCapacity { .. }) => return Ok(SUBMIT_REFUSED_TASK_CAP),
+            Err(Error::GlobalAtCapacity { .. }) => return Ok(SUBMIT_REFUSED_GLOBAL_CAP),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(code | owed_wakes() << SUBMIT_WAKES_SHIFT)
     })
 }
 
@@ -214,11 +217,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_completeOne
 ) -> jint {
     entry(env, |_| {
         let s = scheduler(h)?;
-        let finished = [done as u32];
-        let finished: &[u32] = if done >= 0 { &finished } else { &[] };
-        BUFFERS.with(|b| {
-            let (_, out_buf) = &mut *b.borrow_mut();
-            out_buf.clear();
+        with_one_done(done, |finished, out_buf| {
             match s.complete_and_poll(finished, out_buf, 1, nanos(timeout_nanos)) {
                 Ok(0) => Ok(POLL_NONE),
                 Ok(_) => Ok(out_buf[0] as jint),
@@ -229,14 +228,80 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_completeOne
     })
 }
 
+/// The worker's call with external waits (virtual workers, which must not block in native
+/// code): completes `done` (none if negative) and takes one ready record without waiting
+/// (`Scheduler::poll_or_idle`). `was_idle`: this worker was idle after its previous call.
+/// Returns the slot in the low 32 bits and the wake-ups it owes other idle workers above
+/// them; `POLL_SHUTDOWN`; or, when nothing is ready and the worker is idle now,
+/// `POLL_IDLE - n` where `n` is how many nanoseconds until the earliest record in backoff is
+/// due (`IDLE_NOTHING_DUE` if none is): the worker parks until woken or until then.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_pollOrIdle<'c>(
+    env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    done: jint,
+    was_idle: jboolean,
+) -> jlong {
+    entry(env, |_| {
+        let s = scheduler(h)?;
+        with_one_done(done, |finished, out_buf| {
+            match s.poll_or_idle(finished, was_idle, out_buf, 1) {
+                Ok(p) if p.taken > 0 => {
+                    Ok(jlong::from(out_buf[0]) | jlong::from(owed_wakes()) << 32)
+                }
+                Ok(p) => {
+                    let due = p.due_in.map_or(IDLE_NOTHING_DUE, |d| {
+                        jlong::try_from(d.as_nanos())
+                            .map_or(IDLE_NOTHING_DUE - 1, |n| n.min(IDLE_NOTHING_DUE - 1))
+                    });
+                    Ok(POLL_IDLE - due)
+                }
+                Err(Error::Shutdown) => Ok(jlong::from(POLL_SHUTDOWN)),
+                Err(e) => Err(e.into()),
+            }
+        })
+    })
+}
+
+/// A worker's call: `done` as the records to complete (none if negative) and this thread's
+/// cleared output buffer.
+fn with_one_done<R>(done: jint, f: impl FnOnce(&[u32], &mut Vec<u32>) -> R) -> R {
+    let finished = [done as u32];
+    let finished: &[u32] = if done >= 0 { &finished } else { &[] };
+    BUFFERS.with(|b| {
+        let (_, out_buf) = &mut *b.borrow_mut();
+        out_buf.clear();
+        f(finished, out_buf)
+    })
+}
+
+/// `pollOrIdle`: the worker is idle (`POLL_IDLE - nanos until the earliest due record`).
+pub const POLL_IDLE: jlong = -2;
+
+/// `pollOrIdle`: idle, and no record is in backoff.
+pub const IDLE_NOTHING_DUE: jlong = jlong::MAX - 2;
+
+/// `submit`'s answer carries the wake-ups it owes idle workers from this bit up.
+pub const SUBMIT_WAKES_SHIFT: jint = 4;
+
+/// The wake-ups this thread's last scheduler operation owes idle workers (external waits only),
+/// capped where they would not fit the answer (a wake-up is only ever one or two).
+fn owed_wakes() -> jint {
+    take_owed_wakes().min(1 << 20) as jint
+}
+
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     env: EnvUnowned<'c>,
     _class: JClass<'c>,
     h: jlong,
     slot: jint,
-) {
-    entry(env, |_| Ok(scheduler(h)?.fail(slot as u32)?))
+) -> jint {
+    entry(env, |_| {
+        scheduler(h)?.fail(slot as u32)?;
+        Ok(owed_wakes())
+    })
 }
 
 /// Sends a running record back to wait `delay_nanos` (0: ready at once; negative counts as 0)
@@ -248,9 +313,10 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_retry<'c>(
     h: jlong,
     slot: jint,
     delay_nanos: jlong,
-) {
+) -> jint {
     entry(env, |_| {
-        Ok(scheduler(h)?.retry(slot as u32, nanos(delay_nanos))?)
+        scheduler(h)?.retry(slot as u32, nanos(delay_nanos))?;
+        Ok(owed_wakes())
     })
 }
 

@@ -16,6 +16,7 @@ mod wakeups;
 use publish::bump;
 use spin::Spin;
 use waits::NO_DEADLINE;
+pub use wakeups::take_owed_wakes;
 use wakeups::{Waiters, Wake};
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -37,6 +38,15 @@ pub enum CloseMode {
     Drain,
     /// Discard queued records (their slots are returned); wait only for running ones.
     DropQueued,
+}
+
+/// What [`Scheduler::poll_or_idle`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// Records taken (their slots appended to the caller's buffer); 0: the caller is idle now.
+    pub taken: usize,
+    /// When idle: how soon the earliest record in backoff becomes ready, if one is in backoff.
+    pub due_in: Option<Duration>,
 }
 
 /// What the lock guards.
@@ -295,17 +305,14 @@ impl Scheduler {
         timeout: Duration,
     ) -> Result<usize, Error> {
         let mut g = self.lock();
-        let mut wake = Wake::default();
-        for &slot in done {
-            match self.finish(&mut g, slot, Outcome::Completed) {
-                Ok(w) => wake.add(w),
-                Err(e) => {
-                    drop(g);
-                    self.signal(wake);
-                    return Err(e);
-                }
+        let mut wake = match self.finish_all(&mut g, done) {
+            Ok(w) => w,
+            Err((w, e)) => {
+                drop(g);
+                self.signal(w);
+                return Err(e);
             }
-        }
+        };
         if max == 0 {
             wake.work |= Self::wake_leftover(&mut g);
             drop(g);
@@ -326,11 +333,7 @@ impl Scheduler {
             if n > 0 {
                 // Chain the wake-up: more ready work than this poller took, more than the
                 // running records' workers will take soon.
-                if Self::sleeper_for_ready(&g) {
-                    let defer = self.defer_wake(&g.st);
-                    wake.work = !defer;
-                    g.w.wake_deferred = defer;
-                }
+                wake.work = self.chain_wake(&mut g);
                 drop(g);
                 self.signal(wake);
                 return Ok(n);
@@ -368,6 +371,59 @@ impl Scheduler {
             };
             g.w.idle_pollers -= 1;
         }
+    }
+
+    /// The worker's call with external waits ([`SchedulerConfig::external_waits`]): completes
+    /// `done` (as [`complete_and_poll`](Self::complete_and_poll)) and takes up to `max` ready
+    /// records without waiting. `was_idle`: the caller counted itself idle in its previous call
+    /// and has woken since (by a wake-up or its own timeout). When nothing is ready the caller
+    /// is counted idle (`idle_pollers`) until its next call, and the answer says when the
+    /// earliest record in backoff becomes due: the caller parks until woken or until then.
+    pub fn poll_or_idle(
+        &self,
+        done: &[u32],
+        was_idle: bool,
+        out: &mut Vec<u32>,
+        max: usize,
+    ) -> Result<Polled, Error> {
+        debug_assert!(
+            self.config.external_waits,
+            "poll_or_idle needs external waits"
+        );
+        debug_assert!(max > 0, "a poller takes at least one record");
+        let mut g = self.lock();
+        if was_idle {
+            debug_assert!(g.w.idle_pollers > 0, "an idle poller was counted");
+            g.w.idle_pollers = g.w.idle_pollers.saturating_sub(1);
+        }
+        let mut wake = match self.finish_all(&mut g, done) {
+            Ok(w) => w,
+            Err((w, e)) => {
+                drop(g);
+                self.signal(w);
+                return Err(e);
+            }
+        };
+        // This poller takes work itself: it wakes another one only for work it leaves behind.
+        wake.work = false;
+        if g.st.shutdown {
+            drop(g);
+            self.signal(wake);
+            return Err(Error::Shutdown);
+        }
+        let n = self.take_ready(&mut g, out, max);
+        let mut due_in = None;
+        if n > 0 {
+            wake.work = self.chain_wake(&mut g);
+        } else {
+            g.w.idle_pollers += 1;
+            if let Some(due) = g.st.next_due() {
+                due_in = Some(Duration::from_nanos(due.saturating_sub(self.now_ns())));
+            }
+        }
+        drop(g);
+        self.signal(wake);
+        Ok(Polled { taken: n, due_in })
     }
 
     /// Marks a running record as successfully finished; the next record of its key (if any)
@@ -444,6 +500,30 @@ impl Scheduler {
         drop(g);
         self.signal(wake);
         Ok(())
+    }
+
+    /// Completes `done` in order; at the first error, stops and returns it with the wake-ups
+    /// the completions before it decided.
+    fn finish_all(&self, g: &mut Locked, done: &[u32]) -> Result<Wake, (Wake, Error)> {
+        let mut wake = Wake::default();
+        for &slot in done {
+            match self.finish(g, slot, Outcome::Completed) {
+                Ok(w) => wake.add(w),
+                Err(e) => return Err((wake, e)),
+            }
+        }
+        Ok(wake)
+    }
+
+    /// After a poller took work: whether to wake another for the ready work it left behind,
+    /// more than the running records' workers will take soon.
+    fn chain_wake(&self, g: &mut Locked) -> bool {
+        if !Self::sleeper_for_ready(g) {
+            return false;
+        }
+        let defer = self.defer_wake(&g.st);
+        g.w.wake_deferred = defer;
+        !defer
     }
 
     /// Ends a running record; returns whom to wake once the lock is released.

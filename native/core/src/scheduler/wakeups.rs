@@ -1,5 +1,6 @@
 //! Who waits for work, and whom to wake: the wake-up policy (lib.rs, "Locking design").
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Locked, Scheduler};
@@ -86,10 +87,15 @@ impl Scheduler {
         wake
     }
 
-    /// Signals after the lock is released.
+    /// Signals after the lock is released. With external waits the work wake-up is owed to this
+    /// operation's caller instead ([`take_owed_wakes`]).
     pub(super) fn signal(&self, wake: Wake) {
         if wake.work {
-            self.work_cv.notify_one();
+            if self.config.external_waits {
+                OWED.with(|o| o.set(o.get().saturating_add(1)));
+            } else {
+                self.work_cv.notify_one();
+            }
         }
         if wake.drains {
             self.drain_cv.notify_all();
@@ -98,4 +104,19 @@ impl Scheduler {
             self.room_cv.notify_all();
         }
     }
+}
+
+thread_local! {
+    /// Wake-ups this thread's scheduler operations decided and its caller has not yet taken
+    /// ([`take_owed_wakes`]); only with `SchedulerConfig::external_waits`.
+    static OWED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// With [`SchedulerConfig::external_waits`](crate::SchedulerConfig::external_waits): how many
+/// idle pollers the operations this thread just ran decided to wake (each counted itself idle in
+/// [`Scheduler::poll_or_idle`] and waits outside the scheduler), and resets the count. The caller
+/// wakes that many of its parked pollers (any of them: a wake-up is not addressed). Take it after
+/// every operation, on the thread that ran it.
+pub fn take_owed_wakes() -> u32 {
+    OWED.with(|o| o.replace(0))
 }

@@ -31,6 +31,10 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public static final String ENABLED = "streamshard.enabled";
     public static final String WORKERS = "streamshard.workers";
+    public static final String WORKER_THREADS = "streamshard.worker.threads";
+    /** The most platform worker threads; virtual ones are bounded by the slot table only. */
+    public static final int MAX_PLATFORM_WORKERS = 4096;
+
     public static final String MAX_INFLIGHT_PER_TASK = "streamshard.max.inflight.per.task";
     public static final String MAX_INFLIGHT = "streamshard.max.inflight";
     public static final String DRAIN_TIMEOUT_MS = "streamshard.drain.timeout.ms";
@@ -63,27 +67,42 @@ public final class StreamShardConfig extends AbstractConfig {
                     WORKERS,
                     Type.INT,
                     64,
-                    Range.between(1, 4096),
+                    Range.between(1, 1 << 20),
                     Importance.HIGH,
-                    "Worker threads per KafkaStreams instance, shared by all its parallel tasks. "
-                            + "Records of one key never run on two workers at once.")
+                    "Worker threads per KafkaStreams instance, shared by all its parallel tasks: "
+                            + "how many records run at once. Records of one key never run on two workers "
+                            + "at once. At most " + MAX_PLATFORM_WORKERS + " platform threads; with "
+                            + WORKER_THREADS + "=virtual (Java 21+) up to " + MAX_INFLIGHT + ".")
+            .define(
+                    WORKER_THREADS,
+                    Type.STRING,
+                    "platform",
+                    ValidString.in("platform", "virtual"),
+                    Importance.MEDIUM,
+                    "platform: the workers are platform threads. virtual: virtual threads (Java 21 "
+                            + "and later; on an older JVM platform threads, with one line saying so), "
+                            + "for thousands of slow calls in flight: a worker waiting on a call holds "
+                            + "no OS thread.")
             .define(
                     MAX_INFLIGHT_PER_TASK,
                     Type.INT,
-                    1_000,
-                    Range.between(1, 1 << 20),
+                    null,
+                    positiveUpTo(1 << 20),
                     Importance.MEDIUM,
                     "Cap on records of one task handed to the scheduler and not yet finished. A "
-                            + "task at its cap is not processable, so the StreamThread serves other tasks.")
+                            + "task at its cap is not processable, so the StreamThread serves other tasks. "
+                            + "Default: 1000, or twice " + WORKERS + " when that is more (so one task can keep "
+                            + "every worker busy while records wait behind their keys), at most "
+                            + MAX_INFLIGHT + ".")
             .define(
                     MAX_INFLIGHT,
                     Type.INT,
-                    10_000,
-                    Range.between(1, 1 << 20),
+                    null,
+                    positiveUpTo(1 << 20),
                     Importance.MEDIUM,
                     "Cap on unfinished records over all tasks of the instance; also the size of "
                             + "the slot table, allocated at start: about 100 bytes a slot, 100 MB at the "
-                            + "maximum.")
+                            + "maximum. Default: 10000, or four times " + WORKERS + " when that is more.")
             .define(
                     DRAIN_TIMEOUT_MS,
                     Type.LONG,
@@ -207,6 +226,24 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "ClassCastException (a wrong Serde, which stock reports without the "
                             + "handler).");
 
+    /** {@code Range.between(1, max)} for a setting whose default (null) is derived from others. */
+    private static ConfigDef.Validator positiveUpTo(int max) {
+        Range range = Range.between(1, max);
+        return new ConfigDef.Validator() {
+            @Override
+            public void ensureValid(String name, Object value) {
+                if (value != null) {
+                    range.ensureValid(name, value);
+                }
+            }
+
+            @Override
+            public String toString() {
+                return range.toString();
+            }
+        };
+    }
+
     /** Where a setting's value came from, highest precedence first. */
     public enum Source {
         /** The application's own {@code Properties} (the StreamsConfig). */
@@ -277,8 +314,20 @@ public final class StreamShardConfig extends AbstractConfig {
             }
         });
         StreamShardConfig c = new StreamShardConfig(merged, sources);
-        int perTask = c.getInt(MAX_INFLIGHT_PER_TASK);
-        int total = c.getInt(MAX_INFLIGHT);
+        int workers = c.workers();
+        if (workers > MAX_PLATFORM_WORKERS
+                && !(c.virtualWorkers() && Runtime.version().feature() >= 21)) {
+            throw new ConfigException(
+                    WORKERS,
+                    workers,
+                    "at most " + MAX_PLATFORM_WORKERS + " platform threads; for more, set " + WORKER_THREADS
+                            + "=virtual (Java 21 or later"
+                            + (c.virtualWorkers()
+                                    ? "; this JVM is " + Runtime.version().feature()
+                                    : "") + ")");
+        }
+        int perTask = c.maxInflightPerTask();
+        int total = c.maxInflight();
         if (perTask > total) {
             throw new ConfigException(
                     MAX_INFLIGHT_PER_TASK, perTask, "must not exceed " + MAX_INFLIGHT + " (" + total + ")");
@@ -431,12 +480,19 @@ public final class StreamShardConfig extends AbstractConfig {
         return getInt(WORKERS);
     }
 
+    /** Whether {@link #WORKER_THREADS} asks for virtual threads. */
+    public boolean virtualWorkers() {
+        return getString(WORKER_THREADS).toLowerCase(Locale.ROOT).equals("virtual");
+    }
+
     public int maxInflightPerTask() {
-        return getInt(MAX_INFLIGHT_PER_TASK);
+        Integer v = getInt(MAX_INFLIGHT_PER_TASK);
+        return v != null ? v : (int) Math.min(maxInflight(), Math.max(1_000, 2L * workers()));
     }
 
     public int maxInflight() {
-        return getInt(MAX_INFLIGHT);
+        Integer v = getInt(MAX_INFLIGHT);
+        return v != null ? v : (int) Math.min(1 << 20, Math.max(10_000, 4L * workers()));
     }
 
     public long drainTimeoutMs() {
@@ -538,7 +594,9 @@ public final class StreamShardConfig extends AbstractConfig {
         for (ConfigDef.ConfigKey k : DEF.configKeys().values()) {
             Object dflt = k.defaultValue instanceof List<?> && ((List<?>) k.defaultValue).isEmpty()
                     ? "(empty)"
-                    : k.defaultValue;
+                    : k.name.equals(MAX_INFLIGHT_PER_TASK)
+                            ? "min(max(1000, 2 × workers), max.inflight)"
+                            : k.name.equals(MAX_INFLIGHT) ? "max(10000, 4 × workers)" : k.defaultValue;
             b.append("| `")
                     .append(k.name)
                     .append("` | ")

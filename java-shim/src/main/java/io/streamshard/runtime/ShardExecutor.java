@@ -7,6 +7,7 @@ import io.streamshard.scheduler.TaskFailedException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -17,6 +18,12 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ShardExecutor implements AutoCloseable {
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * Virtual workers: the longest an idle one parks without a wake-up. Wake-ups are not lost
+     * (the scheduler counts idle workers and owes each a wake-up), so this bounds only the
+     * damage of a bug; a record in backoff sets a shorter park.
+     */
+    private static final long IDLE_PARK_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     private final NativeScheduler scheduler;
     private final Work[] table;
@@ -24,6 +31,11 @@ public final class ShardExecutor implements AutoCloseable {
     private final List<Thread> workers = new ArrayList<>();
     private final long drainTimeoutMs;
     private final int maxInflightPerTask;
+    /**
+     * Virtual workers only (null for platform ones, which wait inside the scheduler): wake-ups
+     * for idle workers, released by whoever the scheduler says owes one.
+     */
+    private final Semaphore wakeups;
 
     /**
      * A record that may ask, after it ran, to run again later on its key's lane (a failure to
@@ -57,7 +69,18 @@ public final class ShardExecutor implements AutoCloseable {
     }
 
     public ShardExecutor(String name, int workerCount, int maxInflight, int maxInflightPerTask, long drainTimeoutMs) {
-        this.scheduler = NativeScheduler.create(maxInflight, maxInflightPerTask, 1 << 16, 1 << 16, 3);
+        this(name, WorkerThreads.PLATFORM, workerCount, maxInflight, maxInflightPerTask, drainTimeoutMs);
+    }
+
+    public ShardExecutor(
+            String name,
+            WorkerThreads kind,
+            int workerCount,
+            int maxInflight,
+            int maxInflightPerTask,
+            long drainTimeoutMs) {
+        boolean virtual = kind == WorkerThreads.VIRTUAL;
+        this.scheduler = NativeScheduler.create(maxInflight, maxInflightPerTask, 1 << 16, 1 << 16, 3, virtual);
         this.table = new Work[maxInflight];
         for (int i = 0; i < maxInflight; i++) {
             table[i] = new Work();
@@ -65,17 +88,22 @@ public final class ShardExecutor implements AutoCloseable {
         this.free = new SlotPool(maxInflight);
         this.drainTimeoutMs = drainTimeoutMs;
         this.maxInflightPerTask = maxInflightPerTask;
+        this.wakeups = virtual ? new Semaphore(0) : null;
+        Runnable loop = virtual ? this::parkingLoop : this::workLoop;
         for (int i = 0; i < workerCount; i++) {
-            Thread t = new WorkerThread(this::workLoop, name + "-worker-" + i);
-            t.setDaemon(true);
-            workers.add(t);
+            workers.add(kind.newThread(loop, name + "-worker-" + i));
         }
         workers.forEach(Thread::start);
     }
 
     public static ShardExecutor create(StreamShardConfig config, String name) {
         return new ShardExecutor(
-                name, config.workers(), config.maxInflight(), config.maxInflightPerTask(), config.drainTimeoutMs());
+                name,
+                WorkerThreads.of(config),
+                config.workers(),
+                config.maxInflight(),
+                config.maxInflightPerTask(),
+                config.drainTimeoutMs());
     }
 
     /**
@@ -97,6 +125,11 @@ public final class ShardExecutor implements AutoCloseable {
      */
     boolean waitForRoom(long[] handles, int count, long timeoutNanos) {
         return scheduler.waitForRoom(handles, count, timeoutNanos);
+    }
+
+    /** Workers not yet ended (for tests: virtual threads are not in the JVM's thread list). */
+    int liveWorkers() {
+        return (int) workers.stream().filter(Thread::isAlive).count();
     }
 
     /** Free slots now (for tests and metrics). */
@@ -123,33 +156,90 @@ public final class ShardExecutor implements AutoCloseable {
             if (slot == NativeScheduler.POLL_NONE) {
                 continue;
             }
-            Work w = table[slot];
-            Runnable run = w.run;
-            ShardTask task = w.task;
-            w.run = null;
-            w.task = null;
-            // An interrupt left by an earlier record (code that restores the flag after catching
-            // InterruptedException) or sent to the idle worker is not this record's: without
-            // this, its first sleep or blocking call would fail at once.
-            Thread.interrupted();
-            try {
-                run.run();
-                long retryIn = run instanceof Retriable ? ((Retriable) run).retryDelayNanos() : -1;
-                if (retryIn >= 0) {
-                    // Back in the table before the scheduler has it: a worker may take it at once.
-                    w.run = run;
-                    w.task = task;
-                    scheduler.retry(slot, retryIn);
-                } else {
-                    done = slot;
-                }
-            } catch (Throwable e) {
-                // The exception goes to the task's owner only; the scheduler is told where (the
-                // offset it holds), never what: no toString() of the application's exception here.
-                task.failures.failed(e);
-                scheduler.fail(slot);
-                free.release(slot);
+            done = run(slot);
+        }
+    }
+
+    /**
+     * The loop of a virtual worker: it never blocks inside native code (that would pin its
+     * carrier thread); when nothing is ready it parks on {@link #wakeups}, counted idle by the
+     * scheduler, which owes it a wake-up from whichever call makes work ready for it.
+     */
+    private void parkingLoop() {
+        int done = -1;
+        boolean idle = false;
+        while (true) {
+            long polled = scheduler.pollOrIdle(done, idle);
+            if (done >= 0) {
+                free.release(done);
+                done = -1;
             }
+            if (polled == NativeScheduler.POLL_SHUTDOWN) {
+                return;
+            }
+            idle = NativeScheduler.isIdle(polled);
+            if (idle) {
+                park(Math.min(NativeScheduler.dueInNanos(polled), IDLE_PARK_NANOS));
+                continue;
+            }
+            wake(NativeScheduler.polledWakes(polled));
+            done = run(NativeScheduler.polledSlot(polled));
+        }
+    }
+
+    private void park(long nanos) {
+        try {
+            wakeups.tryAcquire(Math.max(nanos, 1), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            // Not this worker's to keep: the next record's code would see it (see run).
+        }
+    }
+
+    /** Wakes {@code n} idle virtual workers (any of them: a wake-up is not addressed). */
+    void wake(int n) {
+        if (n > 0) {
+            wakeups.release(n);
+        }
+    }
+
+    /**
+     * Runs the record in {@code slot}. Returns the slot to complete with the next poll, or -1
+     * when the record went back to wait for a retry or failed (the scheduler has it already).
+     */
+    private int run(int slot) {
+        Work w = table[slot];
+        Runnable run = w.run;
+        ShardTask task = w.task;
+        w.run = null;
+        w.task = null;
+        // An interrupt left by an earlier record (code that restores the flag after catching
+        // InterruptedException) or sent to the idle worker is not this record's: without
+        // this, its first sleep or blocking call would fail at once.
+        Thread.interrupted();
+        try {
+            run.run();
+            long retryIn = run instanceof Retriable ? ((Retriable) run).retryDelayNanos() : -1;
+            if (retryIn < 0) {
+                return slot;
+            }
+            // Back in the table before the scheduler has it: a worker may take it at once.
+            w.run = run;
+            w.task = task;
+            wakeAfter(scheduler.retry(slot, retryIn));
+        } catch (Throwable e) {
+            // The exception goes to the task's owner only; the scheduler is told where (the
+            // offset it holds), never what: no toString() of the application's exception here.
+            task.failures.failed(e);
+            wakeAfter(scheduler.fail(slot));
+            free.release(slot);
+        }
+        return -1;
+    }
+
+    /** Delivers the wake-ups a scheduler call owes (always 0 for platform workers). */
+    private void wakeAfter(int owed) {
+        if (wakeups != null) {
+            wake(owed);
         }
     }
 
@@ -157,6 +247,10 @@ public final class ShardExecutor implements AutoCloseable {
     @Override
     public void close() {
         scheduler.shutdown();
+        if (wakeups != null) {
+            // Every parked virtual worker polls once more and hears of the shutdown.
+            wakeups.release(workers.size());
+        }
         for (Thread t : workers) {
             try {
                 t.join(TimeUnit.SECONDS.toMillis(30));
@@ -229,6 +323,7 @@ public final class ShardExecutor implements AutoCloseable {
                 free.release(slot);
                 return false;
             }
+            wakeAfter(NativeScheduler.owedWakes(code));
             return true;
         }
 

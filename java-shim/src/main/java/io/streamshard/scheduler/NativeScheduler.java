@@ -28,6 +28,13 @@ public final class NativeScheduler implements AutoCloseable {
     public static final int POLL_SHUTDOWN = -1;
     /** {@link #completeOneAndPoll} answer when no record became runnable within the timeout. */
     public static final int POLL_NONE = -2;
+    /**
+     * With external waits, {@link #submit}'s accepted codes carry from this bit up the wake-ups
+     * the call owes idle workers ({@link #capacity}, {@link #owedWakes}).
+     */
+    public static final int SUBMIT_WAKES_SHIFT = 4;
+    /** {@link #pollOrIdle}: idle, and no record is in backoff ({@link #dueInNanos}). */
+    public static final long IDLE_NOTHING_DUE = Long.MAX_VALUE - 2;
     /** "No offset" in {@link PartitionProgress}. */
     public static final long NO_OFFSET = Long.MIN_VALUE;
 
@@ -53,8 +60,25 @@ public final class NativeScheduler implements AutoCloseable {
      */
     public static NativeScheduler create(
             int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask, int timingSampleShift) {
+        return create(maxInflight, maxInflightPerTask, maxTasks, maxPartitionsPerTask, timingSampleShift, false);
+    }
+
+    /**
+     * {@link #create(int, int, int, int, int)}; with {@code externalWaits} the workers wait for
+     * work outside native code ({@link #pollOrIdle}, for virtual threads, which would pin their
+     * carrier while blocked in it), and the calls that make work ready answer how many idle
+     * workers their caller must wake ({@link #owedWakes}, {@link #fail}, {@link #retry}).
+     */
+    public static NativeScheduler create(
+            int maxInflight,
+            int maxInflightPerTask,
+            int maxTasks,
+            int maxPartitionsPerTask,
+            int timingSampleShift,
+            boolean externalWaits) {
         NativeLibrary.load();
-        long h = create0(maxInflight, maxInflightPerTask, maxTasks, maxPartitionsPerTask, timingSampleShift);
+        long h = create0(
+                maxInflight, maxInflightPerTask, maxTasks, maxPartitionsPerTask, timingSampleShift, externalWaits);
         return new NativeScheduler(h);
     }
 
@@ -92,7 +116,9 @@ public final class NativeScheduler implements AutoCloseable {
 
     /**
      * Queues a record. Returns one of the {@code SUBMIT_*} codes; refusals for a cap are codes,
-     * other refusals (closed or failed task, slot in use, offset not increasing) exceptions.
+     * other refusals (closed or failed task, slot in use, offset not increasing) exceptions. With
+     * external waits an accepted code also carries the idle workers to wake ({@link #capacity},
+     * {@link #owedWakes}).
      */
     public int submit(long task, int partition, long offset, boolean hasKey, long keyHash, int slot) {
         long h = enter();
@@ -101,6 +127,16 @@ public final class NativeScheduler implements AutoCloseable {
         } finally {
             exit();
         }
+    }
+
+    /** The {@code SUBMIT_*} code of an accepted {@link #submit}'s answer. */
+    public static int capacity(int submitted) {
+        return submitted & ((1 << SUBMIT_WAKES_SHIFT) - 1);
+    }
+
+    /** How many idle workers an accepted {@link #submit}'s caller must wake (external waits). */
+    public static int owedWakes(int submitted) {
+        return submitted >>> SUBMIT_WAKES_SHIFT;
     }
 
     /** Whether the task can take another record now (both caps). */
@@ -144,6 +180,48 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
+    /**
+     * The worker's call with external waits: completes {@code done} (none if negative) and takes
+     * one runnable record without waiting. {@code wasIdle}: this worker's previous answer was
+     * idle. The answer: {@link #POLL_SHUTDOWN}; a slot ({@link #polledSlot}) with the idle
+     * workers to wake ({@link #polledWakes}); or idle ({@link #isIdle}), the worker counted as
+     * idle until its next call, to park until woken or {@link #dueInNanos}.
+     */
+    public long pollOrIdle(int done, boolean wasIdle) {
+        long h = enterPoll();
+        if (h == 0) {
+            return POLL_SHUTDOWN;
+        }
+        try {
+            return pollOrIdle(h, done, wasIdle);
+        } finally {
+            exit();
+        }
+    }
+
+    /** Whether a {@link #pollOrIdle} answer is idle. */
+    public static boolean isIdle(long polled) {
+        return polled <= POLL_NONE;
+    }
+
+    /** The slot of a {@link #pollOrIdle} answer that took one. */
+    public static int polledSlot(long polled) {
+        return (int) polled;
+    }
+
+    /** The idle workers to wake of a {@link #pollOrIdle} answer that took a slot. */
+    public static int polledWakes(long polled) {
+        return (int) (polled >>> 32);
+    }
+
+    /**
+     * Of an idle {@link #pollOrIdle} answer: nanoseconds until the earliest record in backoff is
+     * due, or {@link #IDLE_NOTHING_DUE}.
+     */
+    public static long dueInNanos(long polled) {
+        return POLL_NONE - polled;
+    }
+
     /** {@link #enter} for a poll: 0 once the scheduler is closed, which a poll answers with {@link #POLL_SHUTDOWN}. */
     private long enterPoll() {
         try {
@@ -156,11 +234,12 @@ public final class NativeScheduler implements AutoCloseable {
     /**
      * Marks a running record failed: the task fails and dispatches nothing more. What the record
      * threw stays in the JVM (the task's {@code ShardExecutor.FailureSink}); the scheduler keeps where.
+     * Returns how many idle workers to wake (external waits; otherwise 0).
      */
-    public void fail(int slot) {
+    public int fail(int slot) {
         long h = enter();
         try {
-            fail(h, slot);
+            return fail(h, slot);
         } finally {
             exit();
         }
@@ -170,14 +249,15 @@ public final class NativeScheduler implements AutoCloseable {
      * Sends a running record back to wait {@code delayNanos} (0: ready at once) before it runs
      * again: its worker is free now, its key's later records keep waiting behind it, and its
      * offset holds the partition's watermark. A drain waits for it; a dropping close drops it.
+     * Returns how many idle workers to wake (external waits; otherwise 0).
      */
-    public void retry(int slot, long delayNanos) {
+    public int retry(int slot, long delayNanos) {
         if (delayNanos < 0) {
             throw new IllegalArgumentException("delayNanos must not be negative, got " + delayNanos);
         }
         long h = enter();
         try {
-            retry(h, slot, delayNanos);
+            return retry(h, slot, delayNanos);
         } finally {
             exit();
         }
@@ -363,7 +443,12 @@ public final class NativeScheduler implements AutoCloseable {
     }
 
     private static native long create0(
-            int maxInflight, int maxInflightPerTask, int maxTasks, int maxPartitionsPerTask, int timingSampleShift);
+            int maxInflight,
+            int maxInflightPerTask,
+            int maxTasks,
+            int maxPartitionsPerTask,
+            int timingSampleShift,
+            boolean externalWaits);
 
     private static native void destroy(long h);
 
@@ -387,9 +472,11 @@ public final class NativeScheduler implements AutoCloseable {
 
     private static native void complete(long h, int slot);
 
-    private static native void fail(long h, int slot);
+    private static native long pollOrIdle(long h, int done, boolean wasIdle);
 
-    private static native void retry(long h, int slot, long delayNanos);
+    private static native int fail(long h, int slot);
+
+    private static native int retry(long h, int slot, long delayNanos);
 
     private static native void drain(long h, long[] tasks, long timeoutMillis);
 

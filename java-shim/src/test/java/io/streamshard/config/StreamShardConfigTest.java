@@ -67,6 +67,38 @@ class StreamShardConfigTest {
                 .hasMessageContaining("streamshard.max.inflight.per.task");
     }
 
+    @Test
+    void workerThreadsAndTheCapsThatFollowTheWorkers() {
+        StreamShardConfig c = StreamShardConfig.from(Map.of("streamshard.workers", "4096"));
+        assertThat(c.virtualWorkers()).isFalse();
+        assertThat(c.maxInflightPerTask()).as("twice the workers").isEqualTo(8192);
+        assertThat(c.maxInflight()).as("four times the workers").isEqualTo(16_384);
+        c = StreamShardConfig.from(Map.of("streamshard.workers", "4096", "streamshard.max.inflight", "5000"));
+        assertThat(c.maxInflightPerTask()).as("at most the global cap").isEqualTo(5000);
+        c = StreamShardConfig.from(Map.of("streamshard.workers", "4096", "streamshard.max.inflight.per.task", "10"));
+        assertThat(c.maxInflightPerTask()).as("as set").isEqualTo(10);
+        assertThat(StreamShardConfig.from(Map.of("streamshard.worker.threads", "virtual"))
+                        .virtualWorkers())
+                .isTrue();
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.worker.threads", "green")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.worker.threads");
+        assertThatThrownBy(() -> StreamShardConfig.from(Map.of("streamshard.workers", "4097")))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("streamshard.workers")
+                .hasMessageContaining("streamshard.worker.threads=virtual");
+        Map<String, String> virtual10k =
+                Map.of("streamshard.workers", "10000", "streamshard.worker.threads", "virtual");
+        if (Runtime.version().feature() >= 21) {
+            assertThat(StreamShardConfig.from(virtual10k).maxInflight()).isEqualTo(40_000);
+        } else {
+            assertThatThrownBy(() -> StreamShardConfig.from(virtual10k))
+                    .isInstanceOf(ConfigException.class)
+                    .hasMessageContaining("streamshard.workers")
+                    .hasMessageContaining("this JVM is " + Runtime.version().feature());
+        }
+    }
+
     /** Every numeric setting at both ends of its range is taken; one step outside is refused, naming the key. */
     @Test
     void numericSettingsAtTheirLimits() {

@@ -21,6 +21,15 @@ import org.junit.jupiter.api.Test;
 
 class ShardExecutorTest {
 
+    /** The kind of worker these tests run on (a subclass runs them all on virtual workers). */
+    WorkerThreads kind() {
+        return WorkerThreads.PLATFORM;
+    }
+
+    private ShardExecutor executor(String name, int workers, int maxInflight, int perTask, long drainMs) {
+        return new ShardExecutor(name, kind(), workers, maxInflight, perTask, drainMs);
+    }
+
     private static byte[] key(int k) {
         return ByteBuffer.allocate(4).putInt(k).array();
     }
@@ -45,7 +54,7 @@ class ShardExecutorTest {
     void blockingWorkRunsInParallelAcrossKeysInOrderPerKey() throws Exception {
         final int keys = 200;
         final int records = 3_000;
-        try (ShardExecutor ex = new ShardExecutor("test", 16, 512, 512, 30_000)) {
+        try (ShardExecutor ex = executor("test", 16, 512, 512, 30_000)) {
             ShardExecutor.ShardTask task = ex.register(0, 0, false, NO_FAILURE);
             AtomicIntegerArray inUse = new AtomicIntegerArray(keys);
             AtomicLongArray lastSeq = new AtomicLongArray(keys);
@@ -105,7 +114,7 @@ class ShardExecutorTest {
 
     @Test
     void aWorkerFailureReachesTheOwnerUnchanged() {
-        try (ShardExecutor ex = new ShardExecutor("test", 4, 64, 64, 10_000)) {
+        try (ShardExecutor ex = executor("test", 4, 64, 64, 10_000)) {
             FirstFailure failures = new FirstFailure();
             ShardExecutor.ShardTask task = ex.register(0, 1, false, failures);
             IllegalStateException boom = new IllegalStateException("remote call refused");
@@ -146,7 +155,7 @@ class ShardExecutorTest {
 
     @Test
     void recordsDroppedByACloseAreToldSoAndNeverRun() throws Exception {
-        try (ShardExecutor ex = new ShardExecutor("test", 2, 64, 64, 10_000)) {
+        try (ShardExecutor ex = executor("test", 2, 64, 64, 10_000)) {
             FirstFailure failures = new FirstFailure();
             ShardExecutor.ShardTask task = ex.register(0, 4, false, failures);
             CountDownLatch started = new CountDownLatch(1);
@@ -201,7 +210,7 @@ class ShardExecutorTest {
     void aFailureThatCannotBePrintedStillEndsItsRecordAndReachesTheOwner() {
         // 2 s drain timeout: a worker killed by printing the failure would leave its record
         // running, and drain would end in a timeout instead of the failure.
-        try (ShardExecutor ex = new ShardExecutor("test", 1, 8, 8, 2_000)) {
+        try (ShardExecutor ex = executor("test", 1, 8, 8, 2_000)) {
             FirstFailure failures = new FirstFailure();
             ShardExecutor.ShardTask task = ex.register(0, 2, false, failures);
             Unprintable boom = new Unprintable();
@@ -261,7 +270,7 @@ class ShardExecutorTest {
      */
     @Test
     void aRetriedRecordFreesItsWorkerAndKeepsItsKeysOrder() {
-        try (ShardExecutor ex = new ShardExecutor("test", 1, 16, 16, 10_000)) {
+        try (ShardExecutor ex = executor("test", 1, 16, 16, 10_000)) {
             ShardExecutor.ShardTask task = ex.register(0, 2, false, NO_FAILURE);
             List<String> ran = Collections.synchronizedList(new ArrayList<>());
             long start = System.nanoTime();
@@ -295,7 +304,7 @@ class ShardExecutorTest {
 
     @Test
     void closeDropQueuedReleasesEverySlot() throws Exception {
-        try (ShardExecutor ex = new ShardExecutor("test", 1, 32, 32, 10_000)) {
+        try (ShardExecutor ex = executor("test", 1, 32, 32, 10_000)) {
             ShardExecutor.ShardTask task = ex.register(1, 0, false, NO_FAILURE);
             CountDownLatch running = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
@@ -329,8 +338,10 @@ class ShardExecutorTest {
 
     @Test
     void closeStopsTheWorkers() {
-        ShardExecutor ex = new ShardExecutor("closing", 3, 8, 8, 1_000);
+        ShardExecutor ex = executor("closing", 3, 8, 8, 1_000);
+        assertThat(ex.liveWorkers()).isEqualTo(3);
         ex.close();
+        assertThat(ex.liveWorkers()).isZero();
         assertThat(Thread.getAllStackTraces().keySet())
                 .noneMatch(t -> t.getName().startsWith("closing-worker-"));
     }

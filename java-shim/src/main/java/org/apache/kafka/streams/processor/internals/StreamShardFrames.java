@@ -76,10 +76,30 @@ public final class StreamShardFrames {
 
     private static final AtomicInteger OTHERS = new AtomicInteger();
 
+    /**
+     * Frames of virtual threads (virtual workers, {@code streamshard.worker.threads=virtual}),
+     * which cannot carry a field of their own: a virtual thread's thread-local lives with it,
+     * whichever carrier it runs on.
+     */
+    private static final ThreadLocal<Frame> VIRTUAL_THREADS = new ThreadLocal<>();
+
+    /** {@code java.lang.VirtualThread}, or null before Java 21. */
+    private static final Class<?> VIRTUAL = virtualThreadClass();
+
+    private static Class<?> virtualThreadClass() {
+        try {
+            return Class.forName("java.lang.VirtualThread", false, null);
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;
+        }
+    }
+
     static void push(Frame f) {
         Thread t = Thread.currentThread();
         if (t instanceof WorkerThread) {
             ((WorkerThread) t).frame = f;
+        } else if (t.getClass() == VIRTUAL) {
+            VIRTUAL_THREADS.set(f);
         } else {
             OTHERS.incrementAndGet();
             OTHER_THREADS.set(f);
@@ -90,6 +110,8 @@ public final class StreamShardFrames {
         Thread t = Thread.currentThread();
         if (t instanceof WorkerThread) {
             ((WorkerThread) t).frame = null;
+        } else if (t.getClass() == VIRTUAL) {
+            VIRTUAL_THREADS.set(null);
         } else {
             // set(null), not remove(): removing would make the next push allocate a map entry.
             OTHER_THREADS.set(null);
@@ -102,6 +124,9 @@ public final class StreamShardFrames {
         Thread t = Thread.currentThread();
         if (t instanceof WorkerThread) {
             return (Frame) ((WorkerThread) t).frame;
+        }
+        if (t.getClass() == VIRTUAL) {
+            return VIRTUAL_THREADS.get();
         }
         return OTHERS.get() == 0 ? null : OTHER_THREADS.get();
     }

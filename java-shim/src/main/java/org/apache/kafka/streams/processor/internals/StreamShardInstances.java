@@ -6,12 +6,14 @@ import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
 import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.ShardExecutor;
+import io.streamshard.runtime.WorkerThreads;
 import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.NativeLibraryException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.SortedMap;
@@ -179,7 +181,18 @@ public final class StreamShardInstances {
                 StreamsConfigUtils.eosEnabled(config));
         REGISTRY.byMetrics.put(metrics, instance);
         REGISTRY.byStreams.put(streams, instance);
-        LOG.info("streamshard: {} workers for {}", cfg.workers(), clientId);
+        if (cfg.virtualWorkers() && !WorkerThreads.virtualAvailable()) {
+            LOG.warn(
+                    "streamshard: {}=virtual needs Java 21 or later (this JVM: {}); the workers of {} are platform threads",
+                    StreamShardConfig.WORKER_THREADS,
+                    System.getProperty("java.specification.version"),
+                    clientId);
+        }
+        LOG.info(
+                "streamshard: {} {} workers for {}",
+                cfg.workers(),
+                WorkerThreads.of(cfg).name().toLowerCase(Locale.ROOT),
+                clientId);
         instance.status = StreamShardStatus.start(
                 instance, clientId, String.valueOf(config.originals().get(StreamsConfig.APPLICATION_ID_CONFIG)));
     }
