@@ -30,6 +30,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 OTEL_AGENT = os.environ.get("OTEL_AGENT") or os.path.expanduser(
     "~/.m2/repository/io/opentelemetry/javaagent/opentelemetry-javaagent/2.21.0/opentelemetry-javaagent-2.21.0.jar")
 OTEL_OPTS = ["-Dotel.traces.exporter=none", "-Dotel.metrics.exporter=none", "-Dotel.logs.exporter=none"]
+# Virtual-thread workers need Java 21+: the JDK the streamshard-virtual engine runs on.
+VIRTUAL_JAVA = os.environ.get("BENCH_VIRTUAL_JAVA", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java")
+# Platform threads: streamshard refuses more workers (streamshard.workers), and Parallel
+# Consumer's pool is platform threads too; the sweep runs both up to here.
+MAX_PLATFORM_WORKERS = 4096
+# The latency × concurrency sweep (issue 36): call latencies (µs) and worker counts.
+SLOW_LATENCIES_US = [5_000, 50_000, 200_000, 500_000]
+SLOW_WORKERS = [64, 1024, 4096, 10000]
 # The slow service of http:<µs> work (bench/apps SlowService, its own JVM, no agent).
 SERVICE_PORT = int(os.environ.get("BENCH_SERVICE_PORT", "18089"))
 
@@ -53,6 +61,10 @@ class Scenario:
     shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count), fk
     stock_records: int = 0  # stock's input, if smaller (it runs at ~1 / latency; the rate is a steady-state rate)
     sweep: list = field(default_factory=list)
+    # > 0: each run's input is what its ideal line would finish in this many seconds (stock:
+    # partitions / latency, the others min(workers, keys) / latency), at least 400 (stock 40), at
+    # most `records`.
+    seconds: float = 0
 
 
 def scenarios(quick):
@@ -137,6 +149,17 @@ def scenarios(quick):
                  "propagated, exporter off."),
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
+    ] + [
+        # Slow calls (issue 36): latency × concurrency, each run against its ideal line. 100,000
+        # uniform keys, so that per-key order is no bound at 10,000 in flight.
+        Scenario(f"slow-{lat // 1000}ms", f"Slow calls: {lat // 1000} ms, 4 partitions, 100,000 uniform keys",
+                 f"sleep:{lat}", 4, 100000, "uniform", 0, n(200000, 2000),
+                 [] if quick else ["stock", "streamshard", "streamshard-virtual", "pc"],
+                 sweep=SLOW_WORKERS, seconds=10,
+                 note="Each run's input is what its ideal line would finish in 10 s (200,000 at most); stock runs "
+                 "once per latency. Platform threads (streamshard, Parallel Consumer) up to 4,096; "
+                 "streamshard-virtual: streamshard.worker.threads=virtual on JDK 25.")
+        for lat in SLOW_LATENCIES_US
     ]
 
 
@@ -180,6 +203,9 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     if engine == "pc":
         return java + ["-cp", classpath("pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
                        s.guarantee, str(workers)]
+    if engine == "streamshard-virtual":
+        java[0] = VIRTUAL_JAVA
+        java += ["--enable-native-access=ALL-UNNAMED", "-Dbench.set.streamshard.worker.threads=virtual"]
     agent = ["-javaagent:" + AGENT] if engine.startswith("streamshard") else []
     if engine.endswith("+otel"):
         agent = ["-javaagent:" + OTEL_AGENT] + agent + OTEL_OPTS
@@ -285,8 +311,32 @@ def wait_internal(s, run, timeout, engine, logf):
             raise RuntimeError(f"{engine} did not consume {run}-{t}; see {logf.name}")
 
 
+def latency_s(s):
+    return int(s.work.split(":")[1]) / 1e6
+
+
+def ideal_rate(s, engine, workers):
+    """The ideal line of one run: records at once over the call's latency."""
+    return (s.partitions if engine.startswith("stock") else min(workers, s.keys)) / latency_s(s)
+
+
+def sweep_points(s, engine):
+    """The worker counts a sweep runs an engine at: stock once (it has no workers), platform
+    threads up to what streamshard and Parallel Consumer take."""
+    if not s.seconds:
+        return s.sweep or [s.workers]
+    if engine.startswith("stock"):
+        return s.sweep[:1]
+    if engine == "streamshard-virtual":
+        return s.sweep
+    return [w for w in s.sweep if w <= MAX_PLATFORM_WORKERS]
+
+
 def run_one(s, engine, workers, out_dir, quick):
     records = s.stock_records if engine.startswith("stock") and s.stock_records else s.records
+    if s.seconds:
+        floor = 40 if engine.startswith("stock") else 400
+        records = int(min(s.records, max(floor, ideal_rate(s, engine, workers) * s.seconds)))
     run = f"bench-{s.name}-{engine.replace('+', '-')}-w{workers}-{int(time.time() * 1000) % 10**9}"
     inp, out = run + "-in", run + "-out"
     counts = run + "-counts" if (s.counts or s.shape not in ("copy", "flaky-loop")) and engine != "pc" else None
@@ -320,6 +370,8 @@ def run_one(s, engine, workers, out_dir, quick):
     try:
         # Generous: stock at 5 ms per record with one thread needs records * 5 ms.
         timeout = 120 + records * 0.012 + commit_ms(s, quick) / 1000
+        if s.seconds:
+            timeout = 180 + 10 * records / ideal_rate(s, engine, workers)
         _, rc = load("wait", "--group", run, "--topic", inp, "--timeout-s", int(timeout), check=False)
         if rc != 0 or app.poll() is not None:
             raise RuntimeError(f"{engine} did not consume {inp} (wait rc={rc}, app rc={app.poll()}); see {logf.name}")
@@ -444,6 +496,7 @@ def markdown(results, scns, quick, elapsed):
             lines.append(f"| {s.name} | {r['engine']} | {r['workers']} | {fmt(rate)} | {vs_stock} | {vs_pc} | "
                          f"{fmt(v.get('rate_mid80_rps'))} | {fmt(r.get('p50_ms'))} | {fmt(r.get('p99_ms'))} | {fmt(r.get('cpu_s'), 1)} | "
                          f"{threads_cpu(r)} | {threads_bytes(r)} | {fmt(r.get('peak_rss_mb'))} | {ok} |")
+    lines += slow_table(results, scns)
     lines += ["", "Scenarios:", ""]
     for s in scns:
         bound = per_key_bound(results, s)
@@ -456,6 +509,67 @@ def markdown(results, scns, quick, elapsed):
                      f"{commit_ms(s, quick):,}.{extra} {s.note}".rstrip())
     lines += ["", f"Total benchmark time: {elapsed:.0f} s."]
     return "\n".join(lines) + "\n"
+
+
+SLOW_ENGINES = ["stock", "streamshard", "streamshard-virtual", "pc"]
+
+
+def slow_table(results, scns):
+    """The latency × concurrency sweep: each run's records/s and its fraction of its ideal line."""
+    slow = [s for s in scns if s.seconds]
+    if not slow:
+        return []
+    lines = ["", "Slow calls, latency × workers: records/s (fraction of the ideal line min(workers, keys) / "
+             "latency; stock: partitions / latency)", "",
+             "| call | workers | ideal | " + " | ".join(SLOW_ENGINES) + " |",
+             "|---|---:|---:|" + "---:|" * len(SLOW_ENGINES)]
+    for s in slow:
+        for w in s.sweep:
+            cells = []
+            for e in SLOW_ENGINES:
+                r = next((r for r in results if r["scenario"] == s.name and r["engine"] == e
+                          and r["workers"] == (s.sweep[0] if e == "stock" else w)), None)
+                if not r or (e == "stock" and w != s.sweep[0]):
+                    cells.append("")
+                elif not r.get("rate_rps"):
+                    cells.append("failed")
+                else:
+                    cells.append(f"{r['rate_rps']:,.0f} ({r['rate_rps'] / ideal_rate(s, e, r['workers']):.2f})")
+            lines.append(f"| {latency_s(s) * 1000:g} ms | {w:,} | {ideal_rate(s, 'streamshard', w):,.0f} | "
+                         + " | ".join(cells) + " |")
+    return lines
+
+
+def slow_chart(results, scns, path):
+    """One panel per call latency: records/s against workers for each engine, with the ideal line."""
+    slow = [s for s in scns if s.seconds]
+    if not slow:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"stock": "#888888", "streamshard": "#1f77b4", "streamshard-virtual": "#9467bd", "pc": "#ff7f0e"}
+    fig, axes = plt.subplots(1, len(slow), figsize=(4.2 * len(slow), 4.2), squeeze=False)
+    for ax, s in zip(axes[0], slow):
+        ax.plot(s.sweep, [ideal_rate(s, "streamshard", w) for w in s.sweep], "--", color="#2ca02c",
+                label="ideal min(workers, keys) / latency")
+        for e in SLOW_ENGINES:
+            pts = sorted((r["workers"], r["rate_rps"]) for r in results
+                         if r["scenario"] == s.name and r["engine"] == e and r.get("rate_rps"))
+            if e == "stock" and pts:
+                ax.axhline(pts[0][1], linestyle=":", color=colors[e], label="stock")
+            elif pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=colors[e], label=e)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("workers")
+        ax.set_title(f"{latency_s(s) * 1000:g} ms call")
+    axes[0][0].set_ylabel("records/s")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def chart(results, scns, path):
@@ -486,7 +600,7 @@ def chart(results, scns, path):
     ax1.set_title("Throughput by scenario")
     ax1.legend()
 
-    sweep = next((s for s in scns if s.sweep), None)
+    sweep = next((s for s in scns if s.name == "sweep"), None)
     if sweep:
         for e in ["streamshard", "pc"]:
             pts = sorted((r["workers"], r["rate_rps"]) for r in results
@@ -514,6 +628,7 @@ def write_reports(results, scns, quick, elapsed, out):
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write(markdown(results, scns, quick, elapsed))
     chart(results, scns, os.path.join(out, "results.png"))
+    slow_chart(results, scns, os.path.join(out, "results-slow.png"))
 
 
 def main():
@@ -565,7 +680,7 @@ def main():
         extra = ["streamshard+status"] if a.engines and "streamshard+status" in a.engines.split(",") \
             and "streamshard" in s.engines else []
         for engine in [e for e in s.engines if not a.engines or e in a.engines.split(",")] + extra:
-            for workers in (s.sweep or [s.workers]):
+            for workers in sweep_points(s, engine):
                 try:
                     results.append(run_one(s, engine, workers, a.out, a.quick))
                 except Exception as e:  # one failed run is reported, the others still run
@@ -585,7 +700,8 @@ def main():
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
-        engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-retry", "streamshard+status",
+        engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-virtual", "streamshard-retry",
+                   "streamshard+status",
                    "streamshard+otel", "streamshard+otel-last", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),
                                                         r["workers"]))

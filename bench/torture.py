@@ -145,7 +145,8 @@ class Instance:
         self.generation += 1
         self.read_pos = 0
         a = self.run.args
-        cmd = ["java", "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        java = [a.virtual_workers, "--enable-native-access=ALL-UNNAMED"] if a.virtual_workers else ["java"]
+        cmd = [*java, "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
                *([] if a.stock else ["-javaagent:" + a.agent]), "-cp", a.classpath,
                "io.streamshard.bench.TortureApp",
@@ -155,6 +156,8 @@ class Instance:
                f"request.timeout.ms={REQUEST_TIMEOUT_MS}"]
         if self.run.guarantee == "alos":
             cmd.append("commit.interval.ms=2000")
+        if a.virtual_workers:
+            cmd.append("streamshard.worker.threads=virtual")
         logf = open(os.path.join(self.run.workdir, self.name, f"app-{self.generation}.log"), "w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT,
                                      start_new_session=True, text=True)
@@ -878,8 +881,10 @@ def streams_protocol_supported(classpath):
 
 def write_report(args, results, versions):
     os.makedirs(args.report_dir, exist_ok=True)
-    base = os.path.join(args.report_dir, f"torture-{args.guarantee}{'-stock' if args.stock else ''}")
-    summary = {"guarantee": args.guarantee, "engine": "stock" if args.stock else "streamshard", "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
+    kind = "-stock" if args.stock else "-virtual" if args.virtual_workers else ""
+    base = os.path.join(args.report_dir, f"torture-{args.guarantee}{kind}")
+    summary = {"guarantee": args.guarantee, "engine": "stock" if args.stock else "streamshard",
+               "worker_threads": "virtual" if args.virtual_workers else "platform", "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
                "burst": args.burst, "kafka_streams": versions, "partitions": PARTITIONS, "keys": KEYS, "dist": DIST,
                "workers": WORKERS, "inflight_cap": INFLIGHT_CAP, "instances": 3, "stream_threads": 2,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": all(r["ok"] for r in results),
@@ -891,7 +896,7 @@ def write_report(args, results, versions):
              f"{'exactly-once v2' if args.guarantee == 'eos' else 'at-least-once'}, "
              f"{args.minutes} min — {'PASSED' if summary['ok'] else 'FAILED'}", "",
              f"{summary['date']}, Kafka Streams {versions}, seed {args.seed}. Three instances × 2 stream threads × "
-             f"{WORKERS} workers, {PARTITIONS} partitions, keys {DIST} over {KEYS:,}, a 1–5 ms call → leftJoin a "
+             f"{WORKERS} {'virtual ' if args.virtual_workers else ''}workers, {PARTITIONS} partitions, keys {DIST} over {KEYS:,}, a 1–5 ms call → leftJoin a "
              f"KTable → count + aggregate; input {args.rate}/s paced, bursts of {args.burst:,}; in-flight cap "
              f"{INFLIGHT_CAP} per task. Reproduce: `bash scripts/torture.sh --minutes {args.minutes} --guarantee "
              f"{args.guarantee} --seed {args.seed}`.", ""]
@@ -993,6 +998,8 @@ def main():
     ap.add_argument("--stock", action="store_true",
                     help="run the app without the agent: the same faults on stock Kafka Streams, to tell its "
                          "behavior from streamshard's (the checks are the same; no task is parallel)")
+    ap.add_argument("--virtual-workers", metavar="JAVA",
+                    help="run the apps on this java (21 or later) with streamshard.worker.threads=virtual")
     ap.add_argument("--agent", required=True)
     ap.add_argument("--classpath", required=True)
     ap.add_argument("--workdir", default="/tmp/streamshard-torture")

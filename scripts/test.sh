@@ -49,6 +49,13 @@ OLDEST=3.9.2
 NEWEST=4.4.0
 OLDEST_ITS="ParallelIT,ErrorsIT,RevivalIT,RebalanceIT,StockSettingsIT,StockMetricsIT,ForeignKeyJoinIT,CoverageMatrixIT,PunctuatorIT,InteractiveQueriesIT,OpenTelemetryIT"
 NEWEST_ITS="$OLDEST_ITS,DeadLetterQueueIT,RetryIT,CachedStoreIT"
+# Virtual-thread workers (streamshard.worker.threads=virtual, JDK 25): the invariants again, on
+# the default Kafka Streams: per-key order and no lost record (ParallelIT), kill -9 and restart
+# (CrashIT), exactly-once with a serial region (EosSerialRegionIT), rebalances and dirty closes
+# (RebalanceIT), retries waiting on their key's lane (RetryIT), drains before punctuation
+# (PunctuatorIT).
+VIRTUAL_ITS="ParallelIT,CrashIT,EosSerialRegionIT,RebalanceIT,RetryIT,PunctuatorIT"
+JDK25="${STREAMSHARD_JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 # --full: every integration test on every other tested version.
 FULL_VERSIONS="3.9.2 4.0.2 4.1.2 4.2.2 4.4.0"
 
@@ -61,6 +68,18 @@ its_on() { # its_on VERSION [ITS]: the examples' integration tests on that Kafka
   step "Java: integration tests on Kafka Streams $v${its:+ ($(tr -cd , <<<"$its" | wc -c | awk '{print $1 + 1}') classes)}"
   guarded mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" -Dit.forks="$IT_FORKS" \
     -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dmatrix.cases="$MATRIX_CASES" -Dit.test="$its"}
+}
+
+virtual_its() { # the VIRTUAL_ITS with virtual workers: the failsafe JVM and the apps it starts on JDK 25
+  step "Java: integration tests with virtual-thread workers on JDK 25 ($(tr -cd , <<<"$VIRTUAL_ITS" | wc -c | awk '{print $1 + 1}') classes)"
+  local log=target/virtual-its.log
+  # JAVA_TOOL_OPTIONS reaches the child JVMs the crash and exactly-once tests start, too.
+  JAVA_TOOL_OPTIONS="-Dstreamshard.worker.threads=virtual" mvn -B --no-transfer-progress -pl java-shim,examples \
+    verify -Dit.forks="$IT_FORKS" -Djvm="$JDK25/bin/java" -Dit.jvm.args=--enable-native-access=ALL-UNNAMED \
+    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test="$VIRTUAL_ITS" 2>&1 | tee "$log"
+  # Proof that the tests ran what they were meant to: the instances said their workers are virtual.
+  grep -q "virtual workers for" "$log" || { echo "virtual_its: no instance had virtual workers" >&2; return 1; }
+  ! grep -q "platform workers for" "$log" || { echo "virtual_its: an instance had platform workers" >&2; return 1; }
 }
 
 if [ "$mode" = kafka ]; then
@@ -113,6 +132,7 @@ else
   its_on "$OLDEST" "$OLDEST_ITS"
   its_on "$NEWEST" "$NEWEST_ITS"
 fi
+guarded virtual_its
 step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
 mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests
 if [ "$mode" = full ]; then
@@ -137,6 +157,11 @@ if [ "$mode" = full ]; then
 fi
 step "torture test, short form, exactly-once v2, streams protocol: overlapping faults under load"
 guarded env STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee eos --protocol streams
+if [ "$mode" = full ]; then
+  step "torture test, short form, at-least-once, streams protocol, virtual-thread workers on JDK 25"
+  guarded env STREAMSHARD_LOAD=target/debug/streamshard-load bash scripts/torture.sh --short --no-build --guarantee alos \
+    --protocol streams --virtual-workers "$JDK25/bin/java" --report-dir target/torture-virtual
+fi
 step "release build: the jar with its notices, its SHA-256, the CycloneDX SBOM (dist/)"
 bash scripts/release.sh --no-build
 step "scheduler demo, short run"

@@ -27,6 +27,20 @@ final class Children {
         }
     }
 
+    /**
+     * Where the tests run with virtual-thread workers ({@code streamshard.worker.threads=virtual},
+     * scripts/test.sh passes it to every JVM through {@code JAVA_TOOL_OPTIONS}): that a child's
+     * instance said its workers were virtual, so the test proved what it was run for.
+     */
+    static void assertWorkerKind(File log) throws Exception {
+        if ("virtual".equals(System.getProperty("streamshard.worker.threads"))) {
+            assertThat(Files.readString(log.toPath()))
+                    .as("the child ran virtual workers; log %s", log)
+                    .contains(" virtual workers for ")
+                    .doesNotContain(" platform workers for ");
+        }
+    }
+
     static Result run(ProcessBuilder pb, long timeoutSeconds) throws Exception {
         File log = File.createTempFile("child-jvm", ".log");
         try {

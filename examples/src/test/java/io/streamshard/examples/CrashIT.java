@@ -142,6 +142,7 @@ class CrashIT {
             second.destroy();
             second.waitFor();
         }
+        Children.assertWorkerKind(log);
 
         // Every (customer, seq) of the input is in the output; per customer the output goes up by
         // one, or starts again lower (a replay after the crash), never skips.

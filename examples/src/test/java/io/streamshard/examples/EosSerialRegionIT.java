@@ -177,6 +177,7 @@ class EosSerialRegionIT {
         assertThat(Files.readString(log.toPath()))
                 .as("the child ran with streamshard active; log %s", log)
                 .contains("CatalogApp: running; active true");
+        Children.assertWorkerKind(log);
         System.out.printf(
                 "eos %s: killed at %d of %d input records committed; child log %s%n",
                 c.id(), atKill, inputRecords, log);

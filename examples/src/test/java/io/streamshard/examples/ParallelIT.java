@@ -3,13 +3,16 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.streamshard.StreamShard;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -30,9 +33,34 @@ import org.junit.jupiter.api.Test;
 class ParallelIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
 
-    static long workerThreads() {
+    static long workerThreads() throws Exception {
+        if ("virtual".equals(System.getProperty("streamshard.worker.threads"))) {
+            return virtualWorkerThreads();
+        }
         return Thread.getAllStackTraces().keySet().stream()
                 .filter(t -> t.getName().startsWith("streamshard-worker-") && t.isAlive())
+                .count();
+    }
+
+    /**
+     * Virtual threads are not in {@link Thread#getAllStackTraces()}; the JDK's thread dump (Java
+     * 21+, every virtual thread while {@code jdk.trackAllThreads} is on, its default) has them.
+     */
+    private static long virtualWorkerThreads() throws Exception {
+        Class<?> bean = Class.forName("com.sun.management.HotSpotDiagnosticMXBean");
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        Object diagnostic = ManagementFactory.getPlatformMXBean((Class) bean);
+        Class<?> format = Class.forName("com.sun.management.HotSpotDiagnosticMXBean$ThreadDumpFormat");
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        Object json = Enum.valueOf((Class) format, "JSON");
+        Path dump = Files.createTempDirectory("threads").resolve("dump.json");
+        bean.getMethod("dumpThreads", String.class, format).invoke(diagnostic, dump.toString(), json);
+        String text = Files.readString(dump);
+        Files.delete(dump);
+        Files.delete(dump.getParent());
+        return Pattern.compile("\"name\": *\"streamshard-worker-")
+                .matcher(text)
+                .results()
                 .count();
     }
 
