@@ -81,8 +81,8 @@ def scenarios(quick):
                  n(6000, 400), ["stock", "streamshard"] if quick else ["stock", "streamshard", "pc"], counts=True,
                  note="Parallel Consumer keeps no state: its run does the I/O part only."),
         Scenario("join", "Enrichment: 5 ms call → leftJoin a KTable → count, 4 partitions, 10,000 uniform keys, "
-                 "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(80000, 400), ["stock", "streamshard"],
-                 shape="join", stock_records=n(4000, 400), note="Stock runs 4,000 of the records (at ~200 records/s). The join and the count run on the parallel path. Parallel Consumer has no "
+                 "64 workers", "sleep:5000", 4, 10000, "uniform", 64, n(80000, 400),
+                 ["stock", "streamshard"] if quick else ["stock", "streamshard", "streamshard-virtual"], shape="join", stock_records=n(4000, 400), note="Stock runs 4,000 of the records (at ~200 records/s). The join and the count run on the parallel path. Parallel Consumer has no "
                  "tables: not run."),
         # Change-data-capture style (issue 25): a table of orders, the call on the table, a
         # foreign-key join (rows move between foreign keys), a count per product.
@@ -639,6 +639,7 @@ def main():
     ap.add_argument("--out", help="where results go (default docs/benchmarks, or target/bench-quick with --quick)")
     ap.add_argument("--engines", help="comma-separated engines to run (default: each scenario's list); "
                     "streamshard+status runs streamshard with its status listener on and polled every second")
+    ap.add_argument("--workers", help="comma-separated worker counts: only these points of a sweep")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other runs in --out/results.json and replace only the ones run now")
     ap.add_argument("--report-only", action="store_true",
@@ -681,6 +682,8 @@ def main():
             and "streamshard" in s.engines else []
         for engine in [e for e in s.engines if not a.engines or e in a.engines.split(",")] + extra:
             for workers in sweep_points(s, engine):
+                if a.workers and str(workers) not in a.workers.split(","):
+                    continue
                 try:
                     results.append(run_one(s, engine, workers, a.out, a.quick))
                 except Exception as e:  # one failed run is reported, the others still run

@@ -195,19 +195,20 @@ public final class BenchApp {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         Thread t = new Thread(
                 () -> {
+                    // The threads by role, found again every 10 s (they start with the app): with
+                    // thousands of workers, a stack trace of every thread twice a second (what
+                    // Thread.getAllStackTraces takes) cost the app a tenth of its CPU and a
+                    // safepoint each time. Virtual workers are not platform threads: not counted.
+                    long[][] roles = null;
+                    long found = 0;
                     while (true) {
-                        long records = Work.DONE.sum();
-                        long[] stream = new long[2];
-                        long[] workers = new long[2];
-                        for (Thread th : Thread.getAllStackTraces().keySet()) {
-                            long[] into = th.getName().contains("-StreamThread-")
-                                    ? stream
-                                    : th.getName().contains("-worker-") ? workers : null;
-                            if (into != null) {
-                                into[0] += Math.max(0, mx.getThreadCpuTime(th.getId()));
-                                into[1] += Math.max(0, mx.getThreadAllocatedBytes(th.getId()));
-                            }
+                        if (roles == null || System.nanoTime() - found > 10_000_000_000L) {
+                            roles = threadIdsByRole(mx);
+                            found = System.nanoTime();
                         }
+                        long records = Work.DONE.sum();
+                        long[] stream = sums(mx, roles[0]);
+                        long[] workers = sums(mx, roles[1]);
                         System.out.printf(
                                 "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%n",
                                 records, stream[0] / 1e9, workers[0] / 1e9, stream[1], workers[1]);
@@ -221,6 +222,42 @@ public final class BenchApp {
                 "bench-thread-cpu");
         t.setDaemon(true);
         t.start();
+    }
+
+    /** The ids of the StreamThreads and of the workers, by name, without their stacks. */
+    private static long[][] threadIdsByRole(com.sun.management.ThreadMXBean mx) {
+        java.util.List<Long> stream = new java.util.ArrayList<>();
+        java.util.List<Long> workers = new java.util.ArrayList<>();
+        for (java.lang.management.ThreadInfo info : mx.getThreadInfo(mx.getAllThreadIds(), 0)) {
+            if (info == null) {
+                continue;
+            }
+            String name = info.getThreadName();
+            if (name.contains("-StreamThread-")) {
+                stream.add(info.getThreadId());
+            } else if (name.contains("-worker-")) {
+                workers.add(info.getThreadId());
+            }
+        }
+        return new long[][] {
+            stream.stream().mapToLong(Long::longValue).toArray(),
+            workers.stream().mapToLong(Long::longValue).toArray()
+        };
+    }
+
+    /** CPU ns and allocated bytes summed over the threads (ended ones count 0). */
+    private static long[] sums(com.sun.management.ThreadMXBean mx, long[] ids) {
+        long[] out = new long[2];
+        if (ids.length == 0) {
+            return out;
+        }
+        for (long v : mx.getThreadCpuTime(ids)) {
+            out[0] += Math.max(0, v);
+        }
+        for (long v : mx.getThreadAllocatedBytes(ids)) {
+            out[1] += Math.max(0, v);
+        }
+        return out;
     }
 
     public static void main(String[] args) throws Exception {
