@@ -1,5 +1,7 @@
 package io.streamshard.runtime;
 
+import java.util.concurrent.atomic.AtomicBoolean;
+
 /**
  * When a task runs its records on its StreamThread instead of handing them to workers: while
  * they take less than {@code below} ns each (a moving average), the hand-off costs more than it
@@ -60,9 +62,30 @@ public final class InlinePolicy {
     private double lastCpuShare = -1;
     private final CpuSignals signals;
 
+    /**
+     * Whether the tasks of this task's sub-topology in this instance (its siblings: the same
+     * processors on other partitions) were last seen slow: the last of them to switch went to the
+     * workers. A task starts inline; while its siblings are on the workers it follows them at its
+     * next record, so a sub-topology with slow records pays the inline start (two slow records on
+     * the StreamThread) once, not once per task, and a task created later (a rebalance, a restart
+     * after a failure) starts on the workers.
+     */
+    private final AtomicBoolean siblingsOnWorkers;
+    /** Whether the last switch to the workers followed the siblings (for the log). */
+    private boolean followedSiblings;
+
     /** @param belowNanos the mark; 0 or less: never inline */
     public InlinePolicy(long belowNanos) {
-        this(belowNanos, CpuSignals.SYSTEM);
+        this(belowNanos, new AtomicBoolean(), CpuSignals.SYSTEM);
+    }
+
+    /** @param siblingsOnWorkers shared by the tasks of one sub-topology of one instance */
+    public InlinePolicy(long belowNanos, AtomicBoolean siblingsOnWorkers) {
+        this(belowNanos, siblingsOnWorkers, CpuSignals.SYSTEM);
+    }
+
+    InlinePolicy(long belowNanos, CpuSignals signals) {
+        this(belowNanos, new AtomicBoolean(), signals);
     }
 
     /**
@@ -71,9 +94,10 @@ public final class InlinePolicy {
      *     producer and the broker, is not the records' own), its CPU time, and the machine's spare
      *     cores
      */
-    InlinePolicy(long belowNanos, CpuSignals signals) {
+    InlinePolicy(long belowNanos, AtomicBoolean siblingsOnWorkers, CpuSignals signals) {
         this.below = belowNanos;
         this.signals = signals;
+        this.siblingsOnWorkers = siblingsOnWorkers;
         this.inline = belowNanos > 0;
     }
 
@@ -164,6 +188,10 @@ public final class InlinePolicy {
             return Switch.STAY;
         }
         long avg = avgNanos;
+        if (inline && siblingsOnWorkers.get()) {
+            followedSiblings = true;
+            return toWorkers();
+        }
         if (inline) {
             if (!blockOpen) {
                 newBlock();
@@ -180,18 +208,34 @@ public final class InlinePolicy {
                 boolean stay = slow && lastCpuShare >= COMPUTING && !signals.spareCore();
                 newBlock();
                 if (slow && !stay) {
-                    inline = false;
-                    blockOpen = false;
-                    timed = 0;
-                    return Switch.TO_WORKERS;
+                    followedSiblings = false;
+                    siblingsOnWorkers.set(true);
+                    return toWorkers();
                 }
             }
         } else if (timed >= SAMPLES && avg >= 0 && avg < below) {
             inline = true;
             timed = 0;
+            siblingsOnWorkers.set(false);
             newBlock();
             return Switch.TO_INLINE;
         }
         return Switch.STAY;
+    }
+
+    /** Why the last {@link Switch#TO_WORKERS} was made, for the log. */
+    public String whyWorkers() {
+        if (followedSiblings) {
+            return "as the other tasks of its sub-topology";
+        }
+        return String.format("%s µs each", lastBlockNanos / 1000.0)
+                + (lastCpuShare < 0 ? "" : String.format(" (on the CPU %.0f%% of the time)", 100 * lastCpuShare));
+    }
+
+    private Switch toWorkers() {
+        inline = false;
+        blockOpen = false;
+        timed = 0;
+        return Switch.TO_WORKERS;
     }
 }

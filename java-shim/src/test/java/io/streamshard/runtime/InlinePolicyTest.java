@@ -54,6 +54,39 @@ class InlinePolicyTest {
         return p;
     }
 
+    /**
+     * Tasks of one sub-topology share whether they were last seen slow: once one goes to the
+     * workers, an inline sibling follows at its next record and a new one starts there, without
+     * two slow records of its own on the StreamThread; once one comes back inline (cheap records),
+     * new siblings start inline again.
+     */
+    @Test
+    void siblingsFollowTheLastSwitchOfTheirSubTopology() {
+        java.util.concurrent.atomic.AtomicBoolean shared = new java.util.concurrent.atomic.AtomicBoolean();
+        InlinePolicy first = new InlinePolicy(10_000, shared, new Signals());
+        InlinePolicy second = new InlinePolicy(10_000, shared, new Signals());
+        assertThat(second.next()).isEqualTo(Switch.STAY);
+        time(second, 1, 5_000_000);
+        assertThat(second.next()).as("one slow record of its own").isEqualTo(Switch.STAY);
+        onWorkers(first);
+        assertThat(second.next()).as("follows its sibling").isEqualTo(Switch.TO_WORKERS);
+        assertThat(second.inline()).isFalse();
+        assertThat(second.whyWorkers()).isEqualTo("as the other tasks of its sub-topology");
+        assertThat(first.whyWorkers()).endsWith("µs each");
+        InlinePolicy later = new InlinePolicy(10_000, shared, new Signals());
+        assertThat(later.next())
+                .as("a task created later starts on the workers")
+                .isEqualTo(Switch.TO_WORKERS);
+        time(first, InlinePolicy.SAMPLES, 2_000);
+        assertThat(first.next()).isEqualTo(Switch.TO_INLINE);
+        InlinePolicy afterCheap = new InlinePolicy(10_000, shared, new Signals());
+        assertThat(afterCheap.next()).as("after a sibling came back inline").isEqualTo(Switch.STAY);
+        assertThat(afterCheap.inline()).isTrue();
+        assertThat(second.inline())
+                .as("a sibling on the workers decides for itself")
+                .isFalse();
+    }
+
     @Test
     void cheapRecordsGoInlineOnlyAfterEnoughSamples() {
         InlinePolicy p = onWorkers(policy());

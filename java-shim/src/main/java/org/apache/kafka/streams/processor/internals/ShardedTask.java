@@ -108,7 +108,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         this.instance = instance;
         this.task = task;
         this.context = task.processorContext;
-        this.inline = new InlinePolicy(instance.config.inlineBelowNanos());
+        this.inline = new InlinePolicy(instance.config.inlineBelowNanos(), instance.siblings(task.id()));
         this.times = new RecordTimes(inline, processLatency);
         this.maxBacklog = instance.config.maxInflightPerTask();
         this.retry = RetryPolicy.of(instance.config);
@@ -231,12 +231,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                         StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
-                double share = inline.lastCpuShare();
                 StreamShardInstances.LOG.info(
-                        "streamshard: task {} hands its records to the workers: {} µs each{}",
-                        task.id(),
-                        inline.lastBlockNanos() / 1000.0,
-                        share < 0 ? "" : String.format(" (on the CPU %.0f%% of the time)", 100 * share));
+                        "streamshard: task {} hands its records to the workers: {}", task.id(), inline.whyWorkers());
                 break;
             default:
                 break;

@@ -20,6 +20,7 @@ import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Sensor;
@@ -28,6 +29,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.internals.StreamsConfigUtils;
 import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.TaskId;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,6 +54,13 @@ public final class StreamShardInstances {
         final Map<String, Classification> decisions = Collections.synchronizedMap(new LinkedHashMap<>());
         /** Sub-topologies whose classification was logged at INFO already. */
         final Set<Integer> logged = ConcurrentHashMap.newKeySet();
+        /** Per sub-topology, whether its tasks were last seen slow ({@code InlinePolicy}). */
+        private final Map<Integer, AtomicBoolean> onWorkers = new ConcurrentHashMap<>();
+
+        /** Whether the tasks of {@code task}'s sub-topology were last seen slow, shared by them. */
+        AtomicBoolean siblings(TaskId task) {
+            return onWorkers.computeIfAbsent(task.subtopology(), s -> new AtomicBoolean());
+        }
 
         /** streamshard's metrics in the instance's registry. */
         final StreamShardMetrics metrics;
