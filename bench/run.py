@@ -150,10 +150,11 @@ def scenarios(quick):
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
     ] + [
-        # Slow calls (issue 36): latency × concurrency, each run against its ideal line. 100,000
-        # uniform keys, so that per-key order is no bound at 10,000 in flight.
-        Scenario(f"slow-{lat // 1000}ms", f"Slow calls: {lat // 1000} ms, 4 partitions, 100,000 uniform keys",
-                 f"sleep:{lat}", 4, 100000, "uniform", 0, n(200000, 2000),
+        # Slow calls (issue 36): latency × concurrency, each run against its ideal line. 1,000,000
+        # uniform keys, so that per-key order is no bound at 10,000 in flight and the input's last
+        # records are not long chains of one key (each link a whole call).
+        Scenario(f"slow-{lat // 1000}ms", f"Slow calls: {lat // 1000} ms, 4 partitions, 1,000,000 uniform keys",
+                 f"sleep:{lat}", 4, 1000000, "uniform", 0, n(200000, 2000),
                  [] if quick else ["stock", "streamshard", "streamshard-virtual", "pc"],
                  sweep=SLOW_WORKERS, seconds=10,
                  note="Each run's input is what its ideal line would finish in 10 s (200,000 at most); stock runs "

@@ -197,6 +197,15 @@ public final class StreamShardInstances {
                     System.getProperty("java.specification.version"),
                     clientId);
         }
+        if (WorkerThreads.of(cfg) == WorkerThreads.PLATFORM
+                && cfg.workers() >= 1024
+                && WorkerThreads.virtualAvailable()) {
+            LOG.info(
+                    "streamshard: {} platform workers; with this many, virtual ones ({}=virtual) need about half "
+                            + "the CPU and memory (docs/benchmarks.md, \"Slow calls\")",
+                    cfg.workers(),
+                    StreamShardConfig.WORKER_THREADS);
+        }
         LOG.info(
                 "streamshard: {} {} workers for {}",
                 cfg.workers(),
