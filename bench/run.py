@@ -61,9 +61,9 @@ class Scenario:
     shape: str = "copy"  # BenchApp's topology: copy, join (stream-table join + count), window (windowed count), fk
     stock_records: int = 0  # stock's input, if smaller (it runs at ~1 / latency; the rate is a steady-state rate)
     sweep: list = field(default_factory=list)
-    # > 0: each run's input is what its ideal line would finish in this many seconds (stock:
-    # partitions / latency, the others min(workers, keys) / latency), at least 400 (stock 40), at
-    # most `records`.
+    # > 0: each run's input is what its ideal line would finish in this many seconds (stock: one
+    # record per stream thread, the others min(workers, keys) / latency), at least 400 (stock 40),
+    # at most `records`.
     seconds: float = 0
 
 
@@ -317,8 +317,11 @@ def latency_s(s):
 
 
 def ideal_rate(s, engine, workers):
-    """The ideal line of one run: records at once over the call's latency."""
-    return (s.partitions if engine.startswith("stock") else min(workers, s.keys)) / latency_s(s)
+    """The ideal line of one run: records at once over the call's latency (stock: one record per
+    stream thread; one thread, or one per partition for stock-4t)."""
+    if engine.startswith("stock"):
+        return (s.partitions if engine == "stock-4t" else 1) / latency_s(s)
+    return min(workers, s.keys) / latency_s(s)
 
 
 def sweep_points(s, engine):
@@ -521,7 +524,7 @@ def slow_table(results, scns):
     if not slow:
         return []
     lines = ["", "Slow calls, latency × workers: records/s (fraction of the ideal line min(workers, keys) / "
-             "latency; stock: partitions / latency)", "",
+             "latency; stock, one stream thread: 1 / latency)", "",
              "| call | workers | ideal | " + " | ".join(SLOW_ENGINES) + " |",
              "|---|---:|---:|" + "---:|" * len(SLOW_ENGINES)]
     for s in slow:

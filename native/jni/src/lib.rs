@@ -75,7 +75,14 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_create0<'c>
             timing_sample_shift: non_negative("timing_sample_shift", timing_sample_shift)?.min(255)
                 as u8,
             external_waits,
-            ..SchedulerConfig::default()
+            // Deferring a wake-up relies on idle workers' periodic wake-ups to bound a deferred
+            // record's wait; parked virtual workers have none (a wake-up is cheap for them), so
+            // every ready record wakes one.
+            wake_defer_ratio: if external_waits {
+                0
+            } else {
+                SchedulerConfig::default().wake_defer_ratio
+            },
         };
         let native = Native {
             scheduler: Arc::new(Scheduler::new(config)?),

@@ -20,10 +20,11 @@ public final class ShardExecutor implements AutoCloseable {
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /**
      * Virtual workers: the longest an idle one parks without a wake-up. Wake-ups are not lost
-     * (the scheduler counts idle workers and owes each a wake-up), so this bounds only the
-     * damage of a bug; a record in backoff sets a shorter park.
+     * (the scheduler counts idle workers and owes each a wake-up, and defers none for them), so
+     * this bounds only the damage of a bug; a record in backoff sets a shorter park. Long, since
+     * 10,000 idle workers polling once a second cost more CPU than the busy ones.
      */
-    private static final long IDLE_PARK_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final long IDLE_PARK_NANOS = TimeUnit.SECONDS.toNanos(30);
 
     private final NativeScheduler scheduler;
     private final Work[] table;
