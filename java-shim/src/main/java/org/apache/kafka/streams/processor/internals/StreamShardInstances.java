@@ -201,8 +201,8 @@ public final class StreamShardInstances {
                 && cfg.workers() >= 1024
                 && WorkerThreads.virtualAvailable()) {
             LOG.info(
-                    "streamshard: {} platform workers; with this many, virtual ones ({}=virtual) need about half "
-                            + "the CPU and memory (docs/benchmarks.md, \"Slow calls\")",
+                    "streamshard: {} platform workers; with this many, virtual ones ({}=virtual) need a fraction "
+                            + "of the CPU and memory (docs/benchmarks.md, \"Slow calls\")",
                     cfg.workers(),
                     StreamShardConfig.WORKER_THREADS);
         }
