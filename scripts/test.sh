@@ -10,7 +10,7 @@
 #                                      of Kafka's own integration tests, the short torture test
 #   bash scripts/test.sh --full        everything there is: every integration test on every other
 #                                      tested version, the whole of Kafka's integration tests under
-#                                      the agent, both torture forms (113 minutes here; a failed
+#                                      the agent, both torture forms (120 minutes here; a failed
 #                                      stage is marked and the rest still run; docs/testing.md says
 #                                      when it must be run)
 #   bash scripts/test.sh --fast        the inner loop, no broker (a few minutes): rustfmt, clippy,
