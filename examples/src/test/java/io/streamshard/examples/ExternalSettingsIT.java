@@ -45,7 +45,7 @@ class ExternalSettingsIT {
                 .contains("streamshard active: true")
                 .contains("streamshard settings: {streamshard.drain.timeout.ms=5000 (system property), "
                         + "streamshard.inline.below.us=0 (agent argument), streamshard.workers=2 (application)}")
-                .contains("2 workers for create-only");
+                .contains("2 platform workers for create-only");
     }
 
     @Test
