@@ -520,7 +520,7 @@ SLOW_ENGINES = ["stock", "streamshard", "streamshard-virtual", "pc"]
 
 def slow_table(results, scns):
     """The latency × concurrency sweep: each run's records/s and its fraction of its ideal line."""
-    slow = [s for s in scns if s.seconds]
+    slow = [s for s in scns if s.seconds and any(r["scenario"] == s.name for r in results)]
     if not slow:
         return []
     lines = ["", "Slow calls, latency × workers: records/s (fraction of the ideal line min(workers, keys) / "
@@ -546,7 +546,7 @@ def slow_table(results, scns):
 
 def slow_chart(results, scns, path):
     """One panel per call latency: records/s against workers for each engine, with the ideal line."""
-    slow = [s for s in scns if s.seconds]
+    slow = [s for s in scns if s.seconds and any(r["scenario"] == s.name for r in results)]
     if not slow:
         return
     import matplotlib
