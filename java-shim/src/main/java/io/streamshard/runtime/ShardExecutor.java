@@ -196,8 +196,11 @@ public final class ShardExecutor implements AutoCloseable {
         }
     }
 
-    /** Wakes {@code n} idle virtual workers (any of them: a wake-up is not addressed). */
-    void wake(int n) {
+    /**
+     * Wakes the {@code n} idle virtual workers a scheduler call said it owes (any of them: a
+     * wake-up is not addressed). Platform workers wait inside the scheduler: there {@code n} is 0.
+     */
+    private void wake(int n) {
         if (n > 0) {
             wakeups.release(n);
         }
@@ -226,22 +229,15 @@ public final class ShardExecutor implements AutoCloseable {
             // Back in the table before the scheduler has it: a worker may take it at once.
             w.run = run;
             w.task = task;
-            wakeAfter(scheduler.retry(slot, retryIn));
+            wake(scheduler.retry(slot, retryIn));
         } catch (Throwable e) {
             // The exception goes to the task's owner only; the scheduler is told where (the
             // offset it holds), never what: no toString() of the application's exception here.
             task.failures.failed(e);
-            wakeAfter(scheduler.fail(slot));
+            wake(scheduler.fail(slot));
             free.release(slot);
         }
         return -1;
-    }
-
-    /** Delivers the wake-ups a scheduler call owes (always 0 for platform workers). */
-    private void wakeAfter(int owed) {
-        if (wakeups != null) {
-            wake(owed);
-        }
     }
 
     /** Shuts the scheduler down, stops the workers and frees native memory. */
@@ -324,7 +320,7 @@ public final class ShardExecutor implements AutoCloseable {
                 free.release(slot);
                 return false;
             }
-            wakeAfter(NativeScheduler.owedWakes(code));
+            wake(NativeScheduler.owedWakes(code));
             return true;
         }
 
