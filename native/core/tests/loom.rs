@@ -12,22 +12,36 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
-use streamshard_core::{Error, Scheduler, SchedulerConfig, TaskHandle, TaskId, TaskOptions};
+use streamshard_core::{
+    take_owed_wakes, Error, Scheduler, SchedulerConfig, TaskHandle, TaskId, TaskOptions,
+};
 
 const FOREVER: Duration = Duration::from_secs(3600);
 
 /// `wake_defer_ratio`: 0 wakes a sleeping worker for every task that gets ready work (the tests
 /// that need records to run at once); 1 lets one ready record wait for one running record.
 fn setup(wake_defer_ratio: u32) -> (Arc<Scheduler>, TaskHandle) {
-    let s = Scheduler::new(SchedulerConfig {
+    setup_with(SchedulerConfig {
+        wake_defer_ratio,
+        ..small()
+    })
+}
+
+/// Four slots, one partition: small enough for loom to explore every interleaving.
+fn small() -> SchedulerConfig {
+    SchedulerConfig {
         max_inflight: 4,
         max_inflight_per_task: 4,
         max_tasks: 2,
         max_partitions_per_task: 1,
         timing_sample_shift: 0,
-        wake_defer_ratio,
-    })
-    .unwrap();
+        wake_defer_ratio: 0,
+        external_waits: false,
+    }
+}
+
+fn setup_with(config: SchedulerConfig) -> (Arc<Scheduler>, TaskHandle) {
+    let s = Scheduler::new(config).unwrap();
     let t = s
         .register_task(
             TaskId {
@@ -231,4 +245,104 @@ fn a_retry_due_at_once_wakes_a_worker() {
     for ratio in [0, 1] {
         ended_here(ratio, |s, slot| s.retry(slot, Duration::ZERO).unwrap(), 2);
     }
+}
+
+/// Permits for parked virtual workers, as the JVM's `Semaphore` in `ShardExecutor`: `release(n)`
+/// for the wake-ups a scheduler call owes, `acquire` to park (under loom the wait has no
+/// timeout, so a wake-up that is owed but never paid deadlocks).
+struct Permits {
+    n: loom::sync::Mutex<u32>,
+    cv: loom::sync::Condvar,
+}
+
+impl Permits {
+    fn new() -> Self {
+        Permits {
+            n: loom::sync::Mutex::new(0),
+            cv: loom::sync::Condvar::new(),
+        }
+    }
+
+    fn release(&self, k: u32) {
+        if k > 0 {
+            *self.n.lock().unwrap() += k;
+            self.cv.notify_all();
+        }
+    }
+
+    fn acquire(&self) {
+        let mut n = self.n.lock().unwrap();
+        while *n == 0 {
+            n = self.cv.wait(n).unwrap();
+        }
+        *n -= 1;
+    }
+}
+
+/// A virtual worker (`ShardExecutor.parkingLoop`): never waits in the scheduler; finding nothing
+/// it parks on `permits`, and pays every wake-up its calls owe.
+fn parking_worker(
+    s: Arc<Scheduler>,
+    permits: Arc<Permits>,
+    held: Arc<AtomicU32>,
+    ran: Arc<AtomicU32>,
+) {
+    let mut out = Vec::new();
+    let mut done: Vec<u32> = Vec::new();
+    let mut idle = false;
+    loop {
+        out.clear();
+        let polled = match s.poll_or_idle(&done, idle, &mut out, 1) {
+            Ok(p) => p,
+            Err(Error::Shutdown) => return,
+            Err(e) => panic!("{e}"),
+        };
+        done.clear();
+        permits.release(take_owed_wakes());
+        idle = polled.taken == 0;
+        if idle {
+            permits.acquire();
+            continue;
+        }
+        let slot = out[0];
+        let bit = 1 << slot;
+        assert_eq!(held.fetch_or(bit, SeqCst) & bit, 0, "key held twice");
+        ran.fetch_add(1, SeqCst);
+        held.fetch_and(!bit, SeqCst);
+        done.push(slot);
+    }
+}
+
+#[test]
+fn parked_virtual_workers_are_woken_for_every_record() {
+    // Two parking workers, records of two keys submitted while they may be parked or polling:
+    // every submission's owed wake-up must reach one of them, or the drain never returns.
+    check(|| {
+        let (s, t) = setup_with(SchedulerConfig {
+            external_waits: true,
+            ..small()
+        });
+        let permits = Arc::new(Permits::new());
+        let held = Arc::new(AtomicU32::new(0));
+        let ran = Arc::new(AtomicU32::new(0));
+        let pool: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, p, h, r) = (s.clone(), permits.clone(), held.clone(), ran.clone());
+                thread::spawn(move || parking_worker(s, p, h, r))
+            })
+            .collect();
+        for slot in 0..2u32 {
+            s.submit(t, 0, slot as i64, Some(slot as u64), slot)
+                .unwrap();
+            permits.release(take_owed_wakes());
+        }
+        s.drain(&[t], FOREVER).unwrap();
+        assert_eq!(ran.load(SeqCst), 2);
+        s.shutdown();
+        // Shutdown wakes every parked worker, as ShardExecutor.shutdown does.
+        permits.release(2);
+        for w in pool {
+            w.join().unwrap();
+        }
+    });
 }

@@ -106,10 +106,17 @@ impl Scheduler {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     /// Wake-ups this thread's scheduler operations decided and its caller has not yet taken
     /// ([`take_owed_wakes`]); only with `SchedulerConfig::external_waits`.
     static OWED: Cell<u32> = const { Cell::new(0) };
+}
+
+// Under loom every modelled thread runs on one OS thread: the count must be loom's per-thread.
+#[cfg(loom)]
+loom::thread_local! {
+    static OWED: Cell<u32> = Cell::new(0);
 }
 
 /// With [`SchedulerConfig::external_waits`](crate::SchedulerConfig::external_waits): how many
