@@ -337,6 +337,38 @@ class ShardExecutorTest {
     }
 
     @Test
+    void aLargePlatformPoolGrowsToItsSizeWhileEveryWorkerIsBusy() throws Exception {
+        int workers = 300;
+        try (ShardExecutor ex = executor("growing", workers, 1_024, 1_024, 30_000)) {
+            int initial = kind() == WorkerThreads.PLATFORM ? ShardExecutor.RAMP_INITIAL : workers;
+            assertThat(ex.liveWorkers()).as("started at once").isEqualTo(initial);
+            ShardExecutor.ShardTask task = ex.register(0, 0, false, NO_FAILURE);
+            // As many records of distinct keys as workers, each held until all run at once: only
+            // a pool grown to its full size lets them all in.
+            CountDownLatch all = new CountDownLatch(workers);
+            AtomicInteger timedOut = new AtomicInteger();
+            for (int i = 0; i < workers; i++) {
+                submit(task, 0, i, key(i), () -> {
+                    all.countDown();
+                    try {
+                        if (!all.await(20, TimeUnit.SECONDS)) {
+                            timedOut.incrementAndGet();
+                        }
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+            }
+            assertThat(task.drain()).isTrue();
+            assertThat(timedOut.get())
+                    .as("records that never met all the others")
+                    .isZero();
+            assertThat(ex.liveWorkers()).isEqualTo(workers);
+            task.close(CloseMode.DRAIN);
+        }
+    }
+
+    @Test
     void closeStopsTheWorkers() {
         ShardExecutor ex = executor("closing", 3, 8, 8, 1_000);
         assertThat(ex.liveWorkers()).isEqualTo(3);
