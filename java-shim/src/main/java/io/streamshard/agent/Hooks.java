@@ -34,6 +34,7 @@ final class Hooks {
                     AbstractTaskHooks.HOOKS,
                     StreamThreadHooks.HOOKS,
                     TaskManagerHooks.HOOKS,
+                    TaskExecutorHooks.HOOKS,
                     RecordDeserializerHooks.HOOKS,
                     ProcessorContextHooks.HOOKS,
                     StreamsProducerHooks.HOOKS,

@@ -46,6 +46,13 @@ final class StreamTaskHooks {
                     List.of("streamsMetrics", "processLatencySensor")),
             new Hook(TYPE, "doProcess", List.of("long"), ADVICE + "DoProcess", List.of("record", "recordInfo")),
             new Hook(TYPE, "isProcessable", List.of("long"), ADVICE + "IsProcessable", List.of()),
+            new Hook(
+                    TYPE,
+                    "committableOffsetsAndMetadata",
+                    List.of(),
+                    ADVICE + "CommittableOffsetsAndMetadata",
+                    List.of()),
+            new Hook(TYPE, "postCommit", List.of("boolean"), ADVICE + "PostCommit", List.of("commitNeeded")),
             new Hook(TYPE, "prepareCommit", PREPARE_COMMIT_41, ADVICE + "PrepareCommit", List.of())
                     .onlyIf(TYPE, "prepareCommit", PREPARE_COMMIT_41, true),
             // Before 4.1: prepareCommit(); a dirty close is told apart by its callers (TaskManagerHooks).

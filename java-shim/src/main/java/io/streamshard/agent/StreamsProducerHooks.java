@@ -15,10 +15,19 @@ final class StreamsProducerHooks {
     static final String TYPE = P + "StreamsProducer";
     private static final String ADVICE = P + "StreamsProducerAdvice$";
 
-    static final List<Hook> HOOKS = List.of(new Hook(
-            TYPE,
-            "maybeBeginTransaction",
-            List.of(),
-            ADVICE + "MaybeBeginTransaction",
-            List.of("transactionInFlight")));
+    static final List<Hook> HOOKS = List.of(
+            new Hook(
+                    TYPE,
+                    "maybeBeginTransaction",
+                    List.of(),
+                    ADVICE + "MaybeBeginTransaction",
+                    List.of("transactionInFlight")),
+            new Hook(
+                    TYPE,
+                    "send",
+                    List.of(
+                            "org.apache.kafka.clients.producer.ProducerRecord",
+                            "org.apache.kafka.clients.producer.Callback"),
+                    ADVICE + "Send",
+                    List.of()));
 }

@@ -38,6 +38,8 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String MAX_INFLIGHT_PER_TASK = "streamshard.max.inflight.per.task";
     public static final String MAX_INFLIGHT = "streamshard.max.inflight";
     public static final String DRAIN_TIMEOUT_MS = "streamshard.drain.timeout.ms";
+    public static final String COMMIT_WAIT = "streamshard.commit.wait";
+    public static final String COMMIT_HELD_MAX_BYTES = "streamshard.commit.held.max.bytes";
     public static final String NULL_KEY_ORDERING = "streamshard.null.key.ordering";
     public static final String PARALLEL_PROCESSORS = "streamshard.parallel.processors";
     public static final String SERIAL_PROCESSORS = "streamshard.serial.processors";
@@ -112,6 +114,31 @@ public final class StreamShardConfig extends AbstractConfig {
                     "How long a commit, punctuation, revocation or close waits for a task's "
                             + "unfinished records. Must be below max.poll.interval.ms. A drain that "
                             + "times out fails the StreamThread; it never commits past unfinished work.")
+            .define(
+                    COMMIT_WAIT,
+                    Type.STRING,
+                    "none",
+                    ValidString.in("none", "all"),
+                    Importance.MEDIUM,
+                    "What a task's regular commit (every commit.interval.ms) waits for. none: it "
+                            + "waits for no record; it covers the task's records in the order they were "
+                            + "dequeued up to the first one not finished (per partition that record's "
+                            + "offset, and the partition time stock had just before it), and a later "
+                            + "commit covers the rest. Under exactly-once the output, repartition and "
+                            + "changelog records of a record beyond that point are held and sent, in "
+                            + "dequeue order, into the transaction that commits its offset. all: every "
+                            + "commit waits until each record handed to the workers has finished. "
+                            + "Revocations, closes and punctuations always wait, and so do the commits "
+                            + "of a task with a serial region (windows, suppress, stream-stream joins).")
+            .define(
+                    COMMIT_HELD_MAX_BYTES,
+                    Type.LONG,
+                    64L << 20,
+                    Range.between(1, Long.MAX_VALUE),
+                    Importance.LOW,
+                    "Under exactly-once with " + COMMIT_WAIT + "=none: the most bytes (keys and "
+                            + "values) of records one task may hold for a later transaction; at the bound "
+                            + "the task takes no new record until its oldest running record finishes.")
             .define(
                     NULL_KEY_ORDERING,
                     Type.STRING,
@@ -509,6 +536,15 @@ public final class StreamShardConfig extends AbstractConfig {
 
     public List<String> serialProcessors() {
         return getList(SERIAL_PROCESSORS);
+    }
+
+    /** Whether every commit waits for every handed-out record ({@link #COMMIT_WAIT} {@code all}). */
+    public boolean commitWaitsForAll() {
+        return getString(COMMIT_WAIT).toLowerCase(Locale.ROOT).equals("all");
+    }
+
+    public long commitHeldMaxBytes() {
+        return getLong(COMMIT_HELD_MAX_BYTES);
     }
 
     /** Whether key-value stores keep their caching layer ({@link #CACHING} {@code keep}). */

@@ -3,6 +3,7 @@ package org.apache.kafka.streams.processor.internals;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
+import io.streamshard.runtime.CommitOrder;
 import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.InlinePolicy;
 import io.streamshard.runtime.PartitionNumbers;
@@ -12,8 +13,13 @@ import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.CloseMode;
 import io.streamshard.scheduler.RecordTotals;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.Sensor;
 
@@ -33,6 +39,12 @@ import org.apache.kafka.common.metrics.Sensor;
  * <p>A ticket's serial part runs inside some worker's record (never after it), so when the
  * scheduler reports every record of the task finished, the serial region is empty too: a drain
  * of the scheduler is a drain of both regions.
+ *
+ * <p>Commits. A regular commit of a task without a serial region waits for nothing
+ * ({@code streamshard.commit.wait=none}): it covers the task's {@link CommitOrder}'s retired
+ * prefix (the records dequeued before the first one not finished), and under exactly-once the
+ * sends of records beyond it are held on them and made when they retire. Every other commit
+ * (revocation, close), every punctuation and every commit of a task with a serial region drains.
  */
 public final class ShardedTask implements StreamShardMetrics.TaskView {
     final StreamShardInstances.Instance instance;
@@ -64,6 +76,18 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     final TaskFailure failure;
 
     private final DrainStats drains = new DrainStats();
+    /** The handed-off records in dequeue order, for commits that wait for none; null: every commit drains. */
+    final CommitOrder<HeldSend> order;
+    /** Whether records hold their sends until they retire (exactly-once with {@link #order}). */
+    final boolean holdSends;
+    /**
+     * By partition number: the partition time after the latest record handed off, which is the
+     * time before the partition's next one; {@link CommitOrder#UNKNOWN} until a record was handed off
+     * since the task started or since it last ran records on its StreamThread.
+     */
+    private long[] partitionTimes = new long[0];
+    /** Whether the running prepareCommit covers the retired prefix only (the committable offsets follow it). */
+    private boolean committingPrefix;
 
     @Override
     public int subtopology() {
@@ -120,6 +144,11 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             serialNodes = null;
             serialRegion = null;
         }
+        // A serial region's nodes may keep processor metadata (emit-final windows) that a commit
+        // takes as of now, not as of its offsets: those tasks drain at every commit.
+        this.order =
+                serialRegion == null && !instance.config.commitWaitsForAll() ? new CommitOrder<>(HeldSend::send) : null;
+        this.holdSends = order != null && instance.eos;
     }
 
     private ShardExecutor.ShardTask shard() {
@@ -191,6 +220,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             serialRegion.append(t);
         }
         int partition = partitions.numberOf(info.partition());
+        if (order != null) {
+            t.entry = order.append(partition, record.offset(), partitionTimeBefore(partition));
+            partitionTimes[partition] = info.queue().partitionTime();
+        }
         long deadline = 0;
         byte[] rawKey = StreamShardCompat.COMPAT.rawKey(record);
         try {
@@ -212,6 +245,16 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         }
     }
 
+    /** The partition's time before the record being handed off; grows the table for a new partition. */
+    private long partitionTimeBefore(int partition) {
+        if (partition >= partitionTimes.length) {
+            int was = partitionTimes.length;
+            partitionTimes = Arrays.copyOf(partitionTimes, Math.max(partition + 1, 2 * was));
+            Arrays.fill(partitionTimes, was, partitionTimes.length, CommitOrder.UNKNOWN);
+        }
+        return partitionTimes[partition];
+    }
+
     /**
      * Whether this record runs on the StreamThread. Going there first drains the task (both
      * regions), so records of one key never overlap and the serial region stays in order; going
@@ -231,6 +274,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                         StreamShardConfig.INLINE_BELOW_US);
                 break;
             case TO_WORKERS:
+                // The records run inline moved the partition times on: unknown until one is handed off.
+                Arrays.fill(partitionTimes, CommitOrder.UNKNOWN);
                 StreamShardInstances.LOG.info(
                         "streamshard: task {} hands its records to the workers: {}", task.id(), inline.whyWorkers());
                 break;
@@ -258,6 +303,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         }
         if (!stock) {
             return false;
+        }
+        if (order != null) {
+            // Stock said processable: no transaction commit is pending, so held sends may go now.
+            order.retire();
+            if (order.backlog() >= maxUnretired() || order.heldBytes() >= instance.config.commitHeldMaxBytes()) {
+                return false;
+            }
         }
         if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
             return true;
@@ -287,13 +339,57 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * dirty one (Kafka Streams' {@code clean == false}) drops the queued records instead.
      */
     public void beforeCommit(boolean clean) {
-        if (shard != null) {
-            if (clean) {
-                drain();
-            } else {
-                closeShard(CloseMode.DROP_QUEUED);
+        committingPrefix = false;
+        if (shard == null) {
+            return;
+        }
+        if (!clean) {
+            closeShard(CloseMode.DROP_QUEUED);
+        } else if (order != null
+                && StreamShardInstances.inRegularCommit()
+                && !failure.failed()
+                && order.partitionTimesKnown()) {
+            order.retire();
+            committingPrefix = order.backlog() > 0;
+        } else {
+            drain();
+        }
+    }
+
+    /**
+     * StreamTask.committableOffsetsAndMetadata exit: in a commit of the retired prefix, each
+     * partition with a record not retired commits that record's offset, with the partition time
+     * stock had just before it; the others commit what stock decided.
+     */
+    public Map<TopicPartition, OffsetAndMetadata> committable(Map<TopicPartition, OffsetAndMetadata> stock) {
+        if (!committingPrefix || stock == null || stock.isEmpty()) {
+            return stock;
+        }
+        Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>(stock);
+        for (TopicPartition tp : stock.keySet()) {
+            Integer p = partitions.get(tp);
+            CommitOrder.Entry<HeldSend> first = p == null ? null : order.firstUnretired(p);
+            if (first != null) {
+                // Stock's metadata with the partition time moved back (its processor metadata as it is).
+                ProcessorMetadata processor =
+                        TopicPartitionMetadata.decode(stock.get(tp).metadata()).processorMetadata();
+                String metadata = new TopicPartitionMetadata(first.partitionTimeBefore(), processor).encode();
+                m.put(tp, new OffsetAndMetadata(first.offset(), Optional.empty(), metadata));
             }
         }
+        return m;
+    }
+
+    /** StreamTask.postCommit exit: whether the task still needs a commit (records the last one did not cover). */
+    public boolean commitNeededAfter(boolean stock) {
+        boolean more = committingPrefix && StreamShardInstances.inRegularCommit() && order.backlog() > 0;
+        committingPrefix = false;
+        return stock || more;
+    }
+
+    /** Most records handed off and not retired: beyond it the task takes no new record. */
+    private int maxUnretired() {
+        return 4 * maxBacklog;
     }
 
     /** Waits for every handed-out record, both regions; rethrows a worker's failure. */
@@ -318,6 +414,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             throw new IllegalStateException("streamshard: task " + task.id() + " drained with " + serialRegion.backlog()
                     + " records still before its serial region");
         }
+        if (order != null) {
+            order.retire();
+            if (order.backlog() > 0) {
+                throw new IllegalStateException(
+                        "streamshard: task " + task.id() + " drained with " + order.backlog() + " records not retired");
+            }
+        }
     }
 
     /**
@@ -337,6 +440,12 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         shard.close(mode);
         shard = null;
         failure.clear(); // none of the registration's records runs any more
+        if (order != null) {
+            // A clean close drained and committed first; whatever is left (a dirty close's records)
+            // runs again from the committed offsets, and its held sends are never made.
+            order.clear();
+            Arrays.fill(partitionTimes, CommitOrder.UNKNOWN);
+        }
         if (serialRegion != null) {
             // Whatever was dropped never reaches the serial region; start it afresh.
             serialRegion.reset();

@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.CommitOrder;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.WorkerThread;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -48,6 +49,11 @@ public final class StreamShardFrames {
         boolean effect;
         /** The wait before the next attempt that a retried failure asked for, ns; -1: none. */
         long retryDelayNanos = -1;
+        /**
+         * Where the record's sends are held until its offset is committed (exactly-once, {@code
+         * streamshard.commit.wait=none}); null: sends go to the producer at once.
+         */
+        CommitOrder.Entry<HeldSend> hold;
 
         Frame(
                 Object context,

@@ -106,6 +106,8 @@ public final class StreamShardInstances {
         final Map<Object, ReentrantLock> beginLocks = Collections.synchronizedMap(new WeakHashMap<>());
         /** Per StreamThread: how deep it is in a dirty close of tasks (before Kafka Streams 4.1). */
         final ThreadLocal<int[]> dirty = ThreadLocal.withInitial(() -> new int[1]);
+        /** Per StreamThread: whether it is in a regular commit (TaskExecutor's), not a revocation's or a close's. */
+        final ThreadLocal<boolean[]> regularCommit = ThreadLocal.withInitial(() -> new boolean[1]);
     }
 
     static final Registry REGISTRY = new Registry();
@@ -118,6 +120,21 @@ public final class StreamShardInstances {
     /** Whether this thread is closing tasks dirty, so a prepareCommit() now is no commit. */
     public static boolean closingDirty() {
         return REGISTRY.dirty.get()[0] > 0;
+    }
+
+    /** TaskExecutor.commitTasksAndMaybeUpdateCommittableOffsets, entry and exit: a regular commit. */
+    public static void regularCommit(boolean entering) {
+        REGISTRY.regularCommit.get()[0] = entering;
+    }
+
+    /**
+     * Whether this thread's prepareCommit and postCommit calls now are those of a regular commit
+     * (every commit.interval.ms, a requested commit, or the other tasks' commit in a corruption),
+     * which may cover a task's finished prefix only: revocations and closes call them on their
+     * own, and a task suspended or closed after its commit must have no record left.
+     */
+    static boolean inRegularCommit() {
+        return REGISTRY.regularCommit.get()[0];
     }
 
     /** The task's streamshard state, or null if it runs stock. */

@@ -1,6 +1,10 @@
 package org.apache.kafka.streams.processor.internals;
 
+import java.util.Map;
 import net.bytebuddy.asm.Advice;
+import net.bytebuddy.implementation.bytecode.assign.Assigner;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.Sensor;
 
 /**
@@ -54,6 +58,33 @@ public final class StreamTaskAdvice {
             ShardedTask s = StreamShardInstances.task(task);
             if (s != null) {
                 processable = s.processable(processable);
+            }
+        }
+    }
+
+    /** StreamTask.committableOffsetsAndMetadata exit: a commit of the finished prefix commits its offsets. */
+    public static final class CommittableOffsetsAndMetadata {
+        @Advice.OnMethodExit
+        static void exit(
+                @Advice.This StreamTask task,
+                @Advice.Return(readOnly = false, typing = Assigner.Typing.DYNAMIC)
+                        Map<TopicPartition, OffsetAndMetadata> offsets) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                offsets = s.committable(offsets);
+            }
+        }
+    }
+
+    /** StreamTask.postCommit exit: a task whose commit left records uncovered still needs one. */
+    public static final class PostCommit {
+        @Advice.OnMethodExit
+        static void exit(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean needed) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                needed = s.commitNeededAfter(needed);
             }
         }
     }

@@ -2,6 +2,8 @@ package org.apache.kafka.streams.processor.internals;
 
 import java.util.concurrent.locks.ReentrantLock;
 import net.bytebuddy.asm.Advice;
+import org.apache.kafka.clients.producer.Callback;
+import org.apache.kafka.clients.producer.ProducerRecord;
 
 /**
  * The agent's advice for StreamsProducer. One class per advised method, named after it (or after
@@ -30,6 +32,22 @@ public final class StreamsProducerAdvice {
             if (lock != null) {
                 lock.unlock();
             }
+        }
+    }
+
+    /**
+     * StreamsProducer.send: under exactly-once, a send of a worker's record that its task's next
+     * commit may not cover is held on the record ({@link HeldSend}) and made by the StreamThread
+     * when the record's offset is committed; the body is then skipped (its caller ignores the
+     * future).
+     */
+    public static final class Send {
+        @Advice.OnMethodEnter(skipOn = Advice.OnNonDefaultValue.class)
+        static boolean enter(
+                @Advice.This StreamsProducer producer,
+                @Advice.Argument(0) ProducerRecord<byte[], byte[]> record,
+                @Advice.Argument(1) Callback callback) {
+            return HeldSend.held(producer, record, callback);
         }
     }
 }

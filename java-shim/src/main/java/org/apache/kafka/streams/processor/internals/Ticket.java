@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.CommitOrder;
 import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.SerialRegion;
@@ -48,6 +49,8 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
     private Header[] headersAtDequeue;
     /** The wait the last attempt asked for before the next, ns; -1: none (it ended). */
     private long retryDelayNanos = -1;
+    /** The record's place in its task's commit order; null if every commit of the task drains. */
+    CommitOrder.Entry<HeldSend> entry;
 
     /** A forward into the serial region, captured on a worker. */
     private static final class Parked {
@@ -131,6 +134,9 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
         if (done && owner.serialRegion != null) {
             owner.serialRegion.finished(this);
         }
+        if (done && entry != null) {
+            entry.finish();
+        }
     }
 
     /**
@@ -182,6 +188,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
                 new StreamShardFrames.Frame(owner.context, rc, source, wallClockTime, streamTime, this);
         frame.retry = retry;
         frame.attempt = attempts;
+        frame.hold = owner.holdSends ? entry : null;
         StreamShardFrames.push(frame);
         boolean again = false;
         try {

@@ -1,0 +1,218 @@
+package io.streamshard.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Commits that do not wait for the slowest record ({@code streamshard.commit.wait=none}, the
+ * default): a few records take 1.5 s among 3 ms ones, commits come every 100 ms. While the app
+ * runs, a watcher reads the committed offsets every 20 ms and checks that each covers only
+ * records whose processing had finished (no commit past unfinished work), and that one
+ * partition's commits went on while the other partition's slow record ran (a commit that drains
+ * the StreamThread's tasks would stall them all). Afterwards the output, read committed, holds
+ * every input record once, in per-key order.
+ */
+class PrefixCommitIT {
+    private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
+    private static final int RECORDS = 3_000;
+    private static final int KEYS = 300;
+
+    @Test
+    void exactlyOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
+        run(true);
+    }
+
+    @Test
+    void atLeastOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
+        run(false);
+    }
+
+    private void run(boolean eos) throws Exception {
+        String suffix = Inputs.suffix(eos ? "pfxeos" : "pfx");
+        String input = "pfx-in" + suffix;
+        String output = "pfx-out" + suffix;
+        String app = "it" + suffix;
+        OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input, output));
+        // Value: the record's sequence within its key, so the output's per-key order is checkable.
+        int[] seq = new int[KEYS];
+        Inputs.produce(BOOTSTRAP, RECORDS, i -> {
+            int k = i % KEYS;
+            return new ProducerRecord<>(input, i % 2, null, "k" + k, Integer.toString(seq[k]++));
+        });
+
+        Map<Integer, Set<Long>> finished = new ConcurrentHashMap<>();
+        AtomicInteger slowRunning = new AtomicInteger();
+        AtomicLong slowStarts = new AtomicLong();
+        // Counts the spells during which some slow record runs (0 → 1 running).
+        AtomicLong slowSpells = new AtomicLong();
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(
+                        () -> new Processor<String, String, String, String>() {
+                            private ProcessorContext<String, String> context;
+
+                            @Override
+                            public void init(ProcessorContext<String, String> context) {
+                                this.context = context;
+                            }
+
+                            @Override
+                            public void process(Record<String, String> record) {
+                                int partition = context.recordMetadata().get().partition();
+                                long offset = context.recordMetadata().get().offset();
+                                if (partition == 0 && offset % 500 == 250) {
+                                    slowStarts.incrementAndGet();
+                                    if (slowRunning.getAndIncrement() == 0) {
+                                        slowSpells.incrementAndGet();
+                                    }
+                                    Probe.sleep(1_500);
+                                    slowRunning.decrementAndGet();
+                                } else {
+                                    Probe.sleep(3);
+                                }
+                                context.forward(record);
+                                finished.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>())
+                                        .add(offset);
+                            }
+                        },
+                        Named.as("slow-step"))
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+        Properties p = EnrichmentApp.config(BOOTSTRAP, app);
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
+        if (eos) {
+            p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
+        }
+        p.put("streamshard.workers", "32");
+        p.put("streamshard.parallel.processors", "slow-step");
+        p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
+
+        AtomicReference<String> pastUnfinished = new AtomicReference<>();
+        // Per spell of slow records: partition 1's committed offsets seen while they ran.
+        Map<Long, long[]> whileSlow = new ConcurrentHashMap<>();
+        AtomicBoolean watching = new AtomicBoolean(true);
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", BOOTSTRAP);
+        try (Admin admin = Admin.create(ap);
+                KafkaStreams streams = new KafkaStreams(b.build(), p)) {
+            Thread watcher = new Thread(() -> {
+                while (watching.get()) {
+                    try {
+                        boolean slowBefore = slowRunning.get() > 0;
+                        long spell = slowSpells.get();
+                        Map<TopicPartition, OffsetAndMetadata> c = admin.listConsumerGroupOffsets(app)
+                                .partitionsToOffsetAndMetadata()
+                                .get();
+                        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : c.entrySet()) {
+                            if (e.getValue() == null || !e.getKey().topic().equals(input)) {
+                                continue;
+                            }
+                            // Read after the offsets: anything finished by the commit is in it.
+                            Set<Long> done = finished.getOrDefault(e.getKey().partition(), Set.of());
+                            for (long o = 0; o < e.getValue().offset(); o++) {
+                                if (!done.contains(o)) {
+                                    pastUnfinished.compareAndSet(
+                                            null,
+                                            e.getKey() + " committed at "
+                                                    + e.getValue().offset() + " before " + o + " finished");
+                                    break;
+                                }
+                            }
+                        }
+                        OffsetAndMetadata p1 = c.get(new TopicPartition(input, 1));
+                        if (slowBefore && slowRunning.get() > 0 && slowSpells.get() == spell && p1 != null) {
+                            long off = p1.offset();
+                            whileSlow.merge(spell, new long[] {off, off}, (a, x) ->
+                                    new long[] {Math.min(a[0], x[0]), Math.max(a[1], x[1])});
+                        }
+                        Thread.sleep(20);
+                    } catch (InterruptedException e) {
+                        return;
+                    } catch (Exception e) {
+                        pastUnfinished.compareAndSet(null, "watcher failed: " + e);
+                    }
+                }
+            });
+            streams.start();
+            watcher.start();
+            try {
+                Demo.waitForCommitted(BOOTSTRAP, app, input, RECORDS, Duration.ofMinutes(2), () -> {});
+            } finally {
+                watching.set(false);
+                watcher.join();
+            }
+        }
+        assertThat(pastUnfinished.get()).as("a commit covered unfinished work").isNull();
+        assertThat(slowStarts.get()).as("slow records").isEqualTo(3);
+        assertThat(whileSlow.values())
+                .as(
+                        "partition 1's committed offset moved on while partition 0's slow records ran "
+                                + "(its committed offsets in each spell of them: %s)",
+                        whileSlow.values().stream().map(a -> a[0] + ".." + a[1]).toList())
+                .anySatisfy(a -> assertThat(a[1]).isGreaterThan(a[0]));
+
+        // The output, read committed: every record once, each key's records in order.
+        Map<String, Integer> next = new HashMap<>();
+        List<String> problems = new ArrayList<>();
+        int read = 0;
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", BOOTSTRAP);
+        cp.put("group.id", "check" + suffix);
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("isolation.level", "read_committed");
+        try (KafkaConsumer<String, String> c =
+                new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
+            c.subscribe(List.of(output));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (read < RECORDS && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    read++;
+                    int want = next.getOrDefault(r.key(), 0);
+                    int got = Integer.parseInt(r.value());
+                    if (got != want && problems.size() < 10) {
+                        problems.add(r.key() + ": " + got + " where " + want + " was next");
+                    }
+                    next.put(r.key(), got + 1);
+                }
+            }
+            // Anything more (a duplicate) arrives within the time the last records took.
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofSeconds(2))) {
+                read++;
+                problems.add("extra " + r.key() + "=" + r.value());
+            }
+        }
+        assertThat(problems).as("output out of order, duplicated or extra").isEmpty();
+        assertThat(read).as("output records").isEqualTo(RECORDS);
+    }
+}
