@@ -149,6 +149,21 @@ def scenarios(quick):
                  "propagated, exporter off."),
         Scenario("sweep", "I/O-bound, workers 1 → 256", "sleep:5000", 4, 10000, "zipf:1.1", 0, n(4000, 300),
                  ["streamshard", "pc"], sweep=[4] if quick else [1, 4, 16, 64, 256]),
+        # Commits that wait for no record (issue 37): the enrichment app with a 200 ms call, commits
+        # on Kafka Streams' exactly-once default (100 ms) and at-least-once every second; the
+        # streamshard-drain engine is the old commit, which waits for every handed-out record.
+        Scenario("eos-200ms", "Exactly-once with a slow call: 200 ms call → leftJoin a KTable → count, exactly-once "
+                 "v2 (commits every 100 ms), 4 partitions, 10,000 uniform keys, 4,096 workers", "sleep:200000", 4,
+                 10000, "uniform", 4096, n(200000, 400),
+                 [] if quick else ["streamshard", "streamshard-drain", "streamshard-virtual"], guarantee="eos",
+                 shape="join",
+                 note="streamshard-drain: streamshard.commit.wait=all, every commit waits for every record handed "
+                 "to the workers (the behaviour before 2026-12-07). streamshard-virtual: virtual-thread workers."),
+        Scenario("alos-1s-200ms", "At-least-once, commits every second, with a slow call: 200 ms call → leftJoin a "
+                 "KTable → count, 4 partitions, 10,000 uniform keys, 4,096 workers", "sleep:200000", 4, 10000,
+                 "uniform", 4096, n(200000, 400),
+                 [] if quick else ["streamshard", "streamshard-drain", "streamshard-virtual"], shape="join",
+                 commit_ms=1000, note="As eos-200ms, at-least-once with commit.interval.ms = 1 s."),
     ] + [
         # Slow calls (issue 36): latency × concurrency, each run against its ideal line. 1,000,000
         # uniform keys, so that per-key order is no bound at 10,000 in flight and the input's last
@@ -223,6 +238,8 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     shape = s.shape
     if shape == "fk":
         java.append("-Dbench.set.statestore.cache.max.bytes=0")
+    if engine == "streamshard-drain":
+        java.append("-Dbench.set.streamshard.commit.wait=all")
     if engine == "streamshard-retry":
         # The plain lambda; the agent retries (the loop's 100 ms as its backoff, at most 3 attempts).
         shape = shape.replace("-loop", "")
@@ -708,7 +725,8 @@ def main():
         now = {(r["scenario"], r["engine"], r["workers"]) for r in results}
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
-        engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-virtual", "streamshard-retry",
+        engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-drain", "streamshard-virtual",
+                   "streamshard-retry",
                    "streamshard+status",
                    "streamshard+otel", "streamshard+otel-last", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),

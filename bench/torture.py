@@ -50,6 +50,26 @@ KEYS = 10000
 DIST = "zipfhot:1.1:0.05"  # Zipf(1.1) over the keys plus key k0 with 5% of all records
 WORKERS = 32
 INFLIGHT_CAP = 200  # streamshard.max.inflight.per.task: small, so the burst reaches it on every task
+# --long-calls: 100-500 ms calls (model or API calls), so records are in flight at every commit
+# and every fault; uniform keys (a 5% hot key with 300 ms calls would fall behind for good), and
+# as many workers and slots as that needs.
+LONG_CALLS = {"call_ms": "100-500", "dist": "uniform", "workers": 1024, "inflight_cap": 2000}
+
+
+def call_ms(args):
+    return LONG_CALLS["call_ms"] if args.long_calls else "1-5"
+
+
+def dist(args):
+    return LONG_CALLS["dist"] if args.long_calls else DIST
+
+
+def workers(args):
+    return LONG_CALLS["workers"] if args.long_calls else WORKERS
+
+
+def inflight_cap(args):
+    return LONG_CALLS["inflight_cap"] if args.long_calls else INFLIGHT_CAP
 REQUEST_TIMEOUT_MS = 10000  # the apps' request.timeout.ms; the broker outage lasts longer
 T0 = time.time()
 LIVE = set()  # every Instance started, so none outlives the harness
@@ -146,13 +166,13 @@ class Instance:
         self.read_pos = 0
         a = self.run.args
         java = [a.virtual_workers, "--enable-native-access=ALL-UNNAMED"] if a.virtual_workers else ["java"]
-        cmd = [*java, "-Xmx384m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        cmd = [*java, "-Xmx384m", f"-Dtorture.call.ms={call_ms(a)}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                "-Dorg.slf4j.simpleLogger.log.io.streamshard=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
                *([] if a.stock else ["-javaagent:" + a.agent]), "-cp", a.classpath,
                "io.streamshard.bench.TortureApp",
                self.run.brokers, self.run.prefix, self.run.prefix, self.run.guarantee, self.run.protocol,
                self.state_dir, self.stats_path(),
-               f"streamshard.workers={WORKERS}", f"streamshard.max.inflight.per.task={INFLIGHT_CAP}",
+               f"streamshard.workers={workers(a)}", f"streamshard.max.inflight.per.task={inflight_cap(a)}",
                f"request.timeout.ms={REQUEST_TIMEOUT_MS}"]
         if self.run.guarantee == "alos":
             cmd.append("commit.interval.ms=2000")
@@ -274,7 +294,7 @@ class Producer(threading.Thread):
             n, rate = (burst, 0) if burst else (r.args.rate, r.args.rate)
             try:
                 summary, code = load(r, "produce", "--topic", r.prefix + "-input", "--records", n, "--keys", KEYS,
-                                     "--dist", DIST, "--payload", 100, "--rate", rate, "--seed", r.args.seed + chunk,
+                                     "--dist", dist(r.args), "--payload", 100, "--rate", rate, "--seed", r.args.seed + chunk,
                                      "--state", state, check=False, timeout=600)
             except subprocess.TimeoutExpired:
                 self.errors.append(f"chunk {chunk} timed out")
@@ -655,7 +675,7 @@ def analyse(run, verify, producer, hanging):
                    "max_drain_ms": round(drain_max_ns / 1e6, 1), "tasks_handed_back": returns,
                    "tasks_moved_between_threads": moves, "most_standby_tasks_on_one_instance": standbys,
                    "handed_back_examples": return_examples[:5], "max_task_slots_seen": max_inflight,
-                   "tasks_at_cap": sorted(t for t, n in task_slots.items() if n >= INFLIGHT_CAP),
+                   "tasks_at_cap": sorted(t for t, n in task_slots.items() if n >= inflight_cap(run.args)),
                    "task_slots_max": dict(sorted(task_slots.items()))})
     done = {f["fault"] for f in run.faults}
     result.update({"unparseable_stats_lines": bad_lines, "graceful_closes_not_ok": unclosed,
@@ -885,8 +905,8 @@ def write_report(args, results, versions):
     base = os.path.join(args.report_dir, f"torture-{args.guarantee}{kind}")
     summary = {"guarantee": args.guarantee, "engine": "stock" if args.stock else "streamshard",
                "worker_threads": "virtual" if args.virtual_workers else "platform", "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
-               "burst": args.burst, "kafka_streams": versions, "partitions": PARTITIONS, "keys": KEYS, "dist": DIST,
-               "workers": WORKERS, "inflight_cap": INFLIGHT_CAP, "instances": 3, "stream_threads": 2,
+               "burst": args.burst, "kafka_streams": versions, "partitions": PARTITIONS, "keys": KEYS, "dist": dist(args),
+               "workers": workers(args), "inflight_cap": inflight_cap(args), "call_ms": call_ms(args), "instances": 3, "stream_threads": 2,
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "ok": all(r["ok"] for r in results),
                "runs": results}
     with open(base + ".json", "w") as f:
@@ -896,10 +916,10 @@ def write_report(args, results, versions):
              f"{'exactly-once v2' if args.guarantee == 'eos' else 'at-least-once'}, "
              f"{args.minutes} min — {'PASSED' if summary['ok'] else 'FAILED'}", "",
              f"{summary['date']}, Kafka Streams {versions}, seed {args.seed}. Three instances × 2 stream threads × "
-             f"{WORKERS} {'virtual ' if args.virtual_workers else ''}workers, {PARTITIONS} partitions, keys {DIST} over {KEYS:,}, a 1–5 ms call → leftJoin a "
+             f"{workers(args)} {'virtual ' if args.virtual_workers else ''}workers, {PARTITIONS} partitions, keys {dist(args)} over {KEYS:,}, a {call_ms(args).replace('-', '–')} ms call → leftJoin a "
              f"KTable → count + aggregate; input {args.rate}/s paced, bursts of {args.burst:,}; in-flight cap "
-             f"{INFLIGHT_CAP} per task. Reproduce: `bash scripts/torture.sh --minutes {args.minutes} --guarantee "
-             f"{args.guarantee} --seed {args.seed}`.", ""]
+             f"{inflight_cap(args)} per task. Reproduce: `bash scripts/torture.sh --minutes {args.minutes} --guarantee "
+             f"{args.guarantee} --seed {args.seed}{' --long-calls' if args.long_calls else ''}`.", ""]
     for r in results:
         v = r["verify"]
         faults = {}
@@ -924,7 +944,7 @@ def write_report(args, results, versions):
                   f"| most standby tasks on one instance | {r['most_standby_tasks_on_one_instance']} |",
                   f"| JVM processes run | {r['processes']} |",
                   f"| longest drain | {r['max_drain_ms']} ms |",
-                  f"| most slots one task held (cap {INFLIGHT_CAP}); tasks that reached the cap | "
+                  f"| most slots one task held (cap {inflight_cap(args)}); tasks that reached the cap | "
                   f"{r['max_task_slots_seen']}; {len(r['tasks_at_cap'])} of {PARTITIONS} |",
                   f"| catch-up after input stopped | {r['catch_up_s']} s |",
                   f"| faults | {', '.join(f'{k} ×{n}' for k, n in sorted(faults.items()))} |", ""]
@@ -998,6 +1018,8 @@ def main():
     ap.add_argument("--stock", action="store_true",
                     help="run the app without the agent: the same faults on stock Kafka Streams, to tell its "
                          "behavior from streamshard's (the checks are the same; no task is parallel)")
+    ap.add_argument("--long-calls", action="store_true",
+                    help="100-500 ms calls, uniform keys, 1,024 workers (records in flight at every commit and fault)")
     ap.add_argument("--virtual-workers", metavar="JAVA",
                     help="run the apps on this java (21 or later) with streamshard.worker.threads=virtual")
     ap.add_argument("--agent", required=True)

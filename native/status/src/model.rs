@@ -40,6 +40,8 @@ pub struct JavaTask {
     /// Whether the task is registered with the scheduler (streamshard runs it).
     pub sharded: bool,
     pub serial_backlog: u64,
+    pub commit_backlog: u64,
+    pub held_bytes: u64,
     pub drain_total: u64,
     pub drain_time_total_ns: u64,
     pub drain_time_max_ns: u64,
@@ -217,6 +219,8 @@ fn task_stats(jt: &JavaTask, live: Option<&TaskMetrics>, rates: &Rates) -> pb::T
         run_time_avg_ns: mean(run),
         run_time_max_ns: run.max_ns,
         serial_backlog: jt.serial_backlog,
+        commit_backlog: jt.commit_backlog,
+        held_bytes: jt.held_bytes,
         drain_total: jt.drain_total,
         drain_time_avg_ns: (jt.drain_total > 0)
             .then(|| jt.drain_time_total_ns as f64 / jt.drain_total as f64),

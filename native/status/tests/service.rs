@@ -45,7 +45,7 @@ const VIEW: &str = r#"{
        "reason": "only sources would be parallel", "topics": ["other"]}]}],
   "tasks": [
     {"id": "0_0", "subtopology": 0, "partition": 0, "thread": "app-1-StreamThread-1", "mode": "split",
-     "summary": "parallel, serial region: WIN", "sharded": true, "serial_backlog": 2, "drain_total": 4,
+     "summary": "parallel, serial region: WIN", "sharded": true, "serial_backlog": 2, "commit_backlog": 7, "held_bytes": 900, "drain_total": 4,
      "drain_time_total_ns": 8000000, "drain_time_max_ns": 5000000,
      "partitions": [{"index": 0, "topic": "in", "partition": 0, "committed": 100, "end_offset": 200}]},
     {"id": "1_0", "subtopology": 1, "partition": 0, "thread": "app-1-StreamThread-1", "mode": "stock",
@@ -113,6 +113,7 @@ fn a_snapshot_joins_java_view_with_the_scheduler_counters() {
     );
     assert_eq!(m.active_keys, 8);
     assert_eq!(m.serial_backlog, 2);
+    assert_eq!((m.commit_backlog, m.held_bytes), (7, 900));
     assert_eq!(m.drain_total, 4);
     assert_eq!(m.drain_time_avg_ns, Some(2_000_000.0));
     assert!(

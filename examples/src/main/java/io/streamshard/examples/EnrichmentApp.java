@@ -54,7 +54,7 @@ public final class EnrichmentApp {
         KTable<String, String> customers = b.table(
                 CUSTOMERS + suffix, Consumed.with(Serdes.String(), Serdes.String()), Materialized.as("customers"));
         KStream<String, String> enriched = orders.mapValues((key, value) -> {
-                    String score = remoteScore(key, callMillis);
+                    String score = remoteScore(key, slowCall(value) ? SLOW_MS : callMillis);
                     failFirstCall(value);
                     return value + "," + score;
                 })
@@ -84,6 +84,16 @@ public final class EnrichmentApp {
         if (FLAKY_ONE_IN > 0 && Math.floorMod(value.hashCode(), FLAKY_ONE_IN) == 0 && FAILED_ONCE.add(value)) {
             throw new IllegalStateException("503 Service Unavailable (first call for this record)");
         }
+    }
+
+    /** Tests: one record in this many (by its value) takes {@link #SLOW_MS} instead of the call's time; 0: none. */
+    private static final int SLOW_ONE_IN = Integer.getInteger("streamshard.it.slow.one.in", 0);
+
+    private static final long SLOW_MS = Long.getLong("streamshard.it.slow.ms", 1_000);
+
+    /** The slow calls of the crash test whose commits wait for none ({@code -Dstreamshard.it.slow.one.in=N}). */
+    private static boolean slowCall(String value) {
+        return SLOW_ONE_IN > 0 && Math.floorMod(value.hashCode() * 31 + 7, SLOW_ONE_IN) == 0;
     }
 
     /** Stands for a call to another service: blocks, then answers from the key. */

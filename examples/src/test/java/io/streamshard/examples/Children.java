@@ -27,6 +27,22 @@ final class Children {
         }
     }
 
+    /** Kills its child JVM when closed, if still alive: a test that fails must not leave one running. */
+    static final class Killer implements AutoCloseable {
+        private final Process child;
+
+        Killer(Process child) {
+            this.child = child;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            if (child.isAlive()) {
+                child.destroyForcibly().waitFor();
+            }
+        }
+    }
+
     /**
      * Where the tests run with virtual-thread workers ({@code streamshard.worker.threads=virtual},
      * scripts/test.sh passes it to every JVM through {@code JAVA_TOOL_OPTIONS}): that a child's

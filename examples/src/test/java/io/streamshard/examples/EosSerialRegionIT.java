@@ -144,7 +144,8 @@ class EosSerialRegionIT {
                 c.outputs().stream().map(o -> shardNames.out(o.name())).toList();
         Process first = start(appId, suffix, c.id(), state, log);
         long atKill;
-        try (Admin a = Admin.create(admin)) {
+        try (Admin a = Admin.create(admin);
+                Children.Killer killer = new Children.Killer(first)) {
             long deadline = System.nanoTime() + Duration.ofMinutes(2).toNanos();
             while (MatrixRun.committed(a, appId, inputs) < inputRecords / 5) {
                 assertThat(first.isAlive()).as("first run alive; log %s", log).isTrue();

@@ -240,8 +240,9 @@ public final class StreamShardConfig extends AbstractConfig {
                     Range.between(0, 3_600_000),
                     Importance.LOW,
                     "Longest wait between two attempts of a record. The waits of all attempts "
-                            + "together must stay below streamshard.drain.timeout.ms, because a commit waits "
-                            + "for records that wait for a retry.")
+                            + "together must stay below streamshard.drain.timeout.ms, because a drain (a "
+                            + "close, revocation or punctuation; every commit with streamshard.commit.wait="
+                            + "all) waits for records that wait for a retry.")
             .define(
                     RETRY_EXCEPTIONS,
                     Type.LIST,

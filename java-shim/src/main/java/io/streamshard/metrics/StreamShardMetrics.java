@@ -41,6 +41,12 @@ public final class StreamShardMetrics {
 
         long serialBacklog();
 
+        /** Records handed off whose offsets no commit covers yet; 0 where every commit drains. */
+        long commitBacklog();
+
+        /** Exactly-once: bytes (keys and values) of sends held for the transaction that commits their records. */
+        long heldBytes();
+
         DrainStats drains();
     }
 
@@ -193,6 +199,18 @@ public final class StreamShardMetrics {
         names.add(add(
                 "serial-backlog", "Records dequeued whose serial-region part has not run yet.", tags, (Gauge<Double>)
                         (c, now) -> (double) t.serialBacklog()));
+        names.add(add(
+                "commit-backlog",
+                "Records handed off whose offsets no commit covers yet: those running or queued, "
+                        + "and the finished ones dequeued after the first of them.",
+                tags,
+                (Gauge<Double>) (c, now) -> (double) t.commitBacklog()));
+        names.add(add(
+                "held-bytes",
+                "Exactly-once: bytes of output, repartition and changelog records held until "
+                        + "the transaction that commits their records' offsets.",
+                tags,
+                (Gauge<Double>) (c, now) -> (double) t.heldBytes()));
         names.add(add(
                 "drain-total",
                 "Drains (commit, suspend, punctuation, close, switch to inline) that "

@@ -76,6 +76,8 @@ public final class CommitOrder<H> {
     }
 
     private final ArrayDeque<Entry<H>> order = new ArrayDeque<>();
+    /** {@code order}'s size, for readers on other threads (metrics, the status listener). */
+    private volatile int backlog;
     /** The entries not retired, by partition number; each in offset order. */
     private ArrayDeque<Entry<H>>[] byPartition = newQueues(0);
     /** A partition time not known (as Kafka Streams' own). */
@@ -108,6 +110,7 @@ public final class CommitOrder<H> {
         Entry<H> e = new Entry<>(this, partition, offset, partitionTimeBefore);
         order.addLast(e);
         q.addLast(e);
+        backlog = order.size();
         return e;
     }
 
@@ -132,6 +135,9 @@ public final class CommitOrder<H> {
             order.pollFirst();
             byPartition[e.partition].pollFirst();
             n++;
+        }
+        if (n > 0) {
+            backlog = order.size();
         }
         return n;
     }
@@ -158,9 +164,9 @@ public final class CommitOrder<H> {
         return true;
     }
 
-    /** Records handed off and not retired. */
+    /** Records handed off and not retired (any thread). */
     public int backlog() {
-        return order.size();
+        return backlog;
     }
 
     /** Sends held by records not retired, and their bytes (any thread). */
@@ -178,6 +184,7 @@ public final class CommitOrder<H> {
      */
     public void clear() {
         order.clear();
+        backlog = 0;
         for (ArrayDeque<Entry<H>> q : byPartition) {
             if (q != null) {
                 q.clear();

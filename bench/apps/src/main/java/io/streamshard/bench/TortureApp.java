@@ -124,11 +124,19 @@ public final class TortureApp {
         return Long.parseLong(comma < 0 ? value : value.substring(0, comma));
     }
 
-    /** The slow call: 1 to 5 ms, fixed per (key, seq), so every engine and every replay sleeps the same. */
+    /** The call's range, ms ({@code -Dtorture.call.ms=LO-HI}; default 1-5). */
+    private static final long[] CALL_MS = callRange(System.getProperty("torture.call.ms", "1-5"));
+
+    private static long[] callRange(String lohi) {
+        String[] p = lohi.split("-");
+        return new long[] {Long.parseLong(p[0].trim()), Long.parseLong(p[1].trim())};
+    }
+
+    /** The slow call: LO to HI ms, fixed per (key, seq), so every engine and every replay sleeps the same. */
     static long callMicros(String key, long seq) {
         long h = (key.hashCode() * 0x9E3779B97F4A7C15L) ^ (seq * 0xC2B2AE3D27D4EB4FL);
         h ^= h >>> 29;
-        return 1_000 + Math.floorMod(h, 4_001L);
+        return CALL_MS[0] * 1_000 + Math.floorMod(h, (CALL_MS[1] - CALL_MS[0]) * 1_000 + 1);
     }
 
     public static Topology topology(String prefix, TwoThreadProbe probe) {

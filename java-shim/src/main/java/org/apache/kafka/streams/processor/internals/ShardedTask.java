@@ -120,6 +120,16 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     }
 
     @Override
+    public long commitBacklog() {
+        return order == null ? 0 : order.backlog();
+    }
+
+    @Override
+    public long heldBytes() {
+        return order == null ? 0 : order.heldBytes();
+    }
+
+    @Override
     public DrainStats drains() {
         return drains;
     }

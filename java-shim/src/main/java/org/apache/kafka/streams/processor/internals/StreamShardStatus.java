@@ -205,6 +205,8 @@ final class StreamShardStatus {
                 .field("sharded", s != null);
         if (s != null) {
             j.field("serial_backlog", s.serialBacklog())
+                    .field("commit_backlog", s.commitBacklog())
+                    .field("held_bytes", s.heldBytes())
                     .field("drain_total", s.drains().count())
                     .field("drain_time_total_ns", s.drains().nanosTotal())
                     .field("drain_time_max_ns", s.drains().nanosMax());
