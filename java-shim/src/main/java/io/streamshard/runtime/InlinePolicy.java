@@ -15,6 +15,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * block at twice the mark would take, so records that became slow go back after two of them, not
  * after a block.
  *
+ * <p>Going inline also needs the last {@link #SLOW_WINDOW} records to hold at most one that took
+ * longer than {@link #SLOW_NANOS} (or 1,000 times the mark): a task whose records mix cheap ones and
+ * slow ones (a table bootstrapping beside a stream whose records make a slow call) must stay on
+ * the workers, since each slow record run inline stops its StreamThread, every task of it, for the
+ * record's whole time; a low average alone sent such tasks inline and back again at every run of
+ * cheap records (each time a drain and two slow records on the StreamThread).
+ *
  * <p>A slow block whose StreamThread was on the CPU nearly all the time (its records compute,
  * they do not wait) goes to the workers only if the machine has a spare core to run them on:
  * with every core busy (the JIT compiling a young JVM's code, which makes cheap records slow for
@@ -26,6 +33,10 @@ public final class InlinePolicy {
     public static final int SAMPLES = 256;
     /** Inline records per decision to go back to the workers. */
     public static final int BLOCK = 64;
+    /** A record this slow (or 1,000 times the mark, if more) counts against going inline. */
+    static final long SLOW_NANOS = 10_000_000;
+    /** Records among which a second slow one keeps a task on the workers. */
+    static final int SLOW_WINDOW = 4 * SAMPLES;
     /** A block computed if its StreamThread was on the CPU at least this share of the time it could have been. */
     static final double COMPUTING = 0.6;
 
@@ -63,29 +74,54 @@ public final class InlinePolicy {
     private final CpuSignals signals;
 
     /**
-     * Whether the tasks of this task's sub-topology in this instance (its siblings: the same
-     * processors on other partitions) were last seen slow: the last of them to switch went to the
-     * workers. A task starts inline; while its siblings are on the workers it follows them at its
-     * next record, so a sub-topology with slow records pays the inline start (two slow records on
-     * the StreamThread) once, not once per task, and a task created later (a rebalance, a restart
-     * after a failure) starts on the workers.
+     * What the tasks of one sub-topology in one instance (siblings: the same processors on other
+     * partitions) share. {@link #onWorkers}: whether they were last seen slow, the last of them to
+     * switch went to the workers. A task starts inline; while its siblings are on the workers it
+     * follows them at its next record, so a sub-topology with slow records pays the inline start
+     * (two slow records on the StreamThread) once, not once per task, and a task created later (a
+     * rebalance, a restart after a failure) starts on the workers. And the slow records of all of
+     * them (see {@link #SLOW_NANOS}): a task whose own records so far were cheap (a table
+     * bootstrapping) does not go inline while its siblings' records show the sub-topology's are
+     * slow too.
      */
-    private final AtomicBoolean siblingsOnWorkers;
+    public static final class Siblings {
+        final AtomicBoolean onWorkers = new AtomicBoolean();
+        /** Records timed, and its value at the last two slow ones (racy counts: a heuristic). */
+        private volatile long timed;
+
+        private volatile long slowLast = Long.MIN_VALUE / 2;
+        private volatile long slowBefore = Long.MIN_VALUE / 2;
+
+        void timed(boolean slow) {
+            long n = ++timed;
+            if (slow) {
+                slowBefore = slowLast;
+                slowLast = n;
+            }
+        }
+
+        /** Whether two of the last {@link #SLOW_WINDOW} records timed were slow. */
+        boolean slowOfLate() {
+            return timed - slowBefore <= SLOW_WINDOW;
+        }
+    }
+
+    private final Siblings siblings;
     /** Whether the last switch to the workers followed the siblings (for the log). */
     private boolean followedSiblings;
 
     /** @param belowNanos the mark; 0 or less: never inline */
     public InlinePolicy(long belowNanos) {
-        this(belowNanos, new AtomicBoolean(), CpuSignals.SYSTEM);
+        this(belowNanos, new Siblings(), CpuSignals.SYSTEM);
     }
 
-    /** @param siblingsOnWorkers shared by the tasks of one sub-topology of one instance */
-    public InlinePolicy(long belowNanos, AtomicBoolean siblingsOnWorkers) {
-        this(belowNanos, siblingsOnWorkers, CpuSignals.SYSTEM);
+    /** @param siblings shared by the tasks of one sub-topology of one instance */
+    public InlinePolicy(long belowNanos, Siblings siblings) {
+        this(belowNanos, siblings, CpuSignals.SYSTEM);
     }
 
     InlinePolicy(long belowNanos, CpuSignals signals) {
-        this(belowNanos, new AtomicBoolean(), signals);
+        this(belowNanos, new Siblings(), signals);
     }
 
     /**
@@ -94,10 +130,10 @@ public final class InlinePolicy {
      *     producer and the broker, is not the records' own), its CPU time, and the machine's spare
      *     cores
      */
-    InlinePolicy(long belowNanos, AtomicBoolean siblingsOnWorkers, CpuSignals signals) {
+    InlinePolicy(long belowNanos, Siblings siblings, CpuSignals signals) {
         this.below = belowNanos;
         this.signals = signals;
-        this.siblingsOnWorkers = siblingsOnWorkers;
+        this.siblings = siblings;
         this.inline = belowNanos > 0;
     }
 
@@ -175,6 +211,7 @@ public final class InlinePolicy {
         long a = avgNanos;
         avgNanos = a < 0 ? nanos : a + ((nanos - a) >> 4);
         timed++;
+        siblings.timed(nanos > Math.max(SLOW_NANOS, 1_000 * below));
         if (inline) {
             blockSum += nanos;
             blockMax = Math.max(blockMax, nanos);
@@ -184,11 +221,21 @@ public final class InlinePolicy {
 
     /** Decides the mode for the next record; the caller acts on a switch (drain first for {@code TO_INLINE}). */
     public Switch next() {
+        return next(0);
+    }
+
+    /**
+     * As {@link #next()}, for a task with {@code handedOff} records on the workers (not finished, or
+     * not yet retired): it goes inline only once they are at most {@link #BLOCK}, because going
+     * inline drains them first, and a backlog that large means the records were not cheap after all
+     * (a drain of thousands of queued records behind slow ones stops the StreamThread for seconds).
+     */
+    public Switch next(long handedOff) {
         if (below <= 0) {
             return Switch.STAY;
         }
         long avg = avgNanos;
-        if (inline && siblingsOnWorkers.get()) {
+        if (inline && siblings.onWorkers.get()) {
             followedSiblings = true;
             return toWorkers();
         }
@@ -209,14 +256,14 @@ public final class InlinePolicy {
                 newBlock();
                 if (slow && !stay) {
                     followedSiblings = false;
-                    siblingsOnWorkers.set(true);
+                    siblings.onWorkers.set(true);
                     return toWorkers();
                 }
             }
-        } else if (timed >= SAMPLES && avg >= 0 && avg < below) {
+        } else if (timed >= SAMPLES && avg >= 0 && avg < below && !siblings.slowOfLate() && handedOff <= BLOCK) {
             inline = true;
             timed = 0;
-            siblingsOnWorkers.set(false);
+            siblings.onWorkers.set(false);
             newBlock();
             return Switch.TO_INLINE;
         }

@@ -62,7 +62,7 @@ class InlinePolicyTest {
      */
     @Test
     void siblingsFollowTheLastSwitchOfTheirSubTopology() {
-        java.util.concurrent.atomic.AtomicBoolean shared = new java.util.concurrent.atomic.AtomicBoolean();
+        InlinePolicy.Siblings shared = new InlinePolicy.Siblings();
         InlinePolicy first = new InlinePolicy(10_000, shared, new Signals());
         InlinePolicy second = new InlinePolicy(10_000, shared, new Signals());
         assertThat(second.next()).isEqualTo(Switch.STAY);
@@ -97,6 +97,48 @@ class InlinePolicyTest {
         assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
         assertThat(p.inline()).isTrue();
         assertThat(p.next()).isEqualTo(Switch.STAY);
+    }
+
+    @Test
+    void cheapRecordsAmongSlowOnesKeepATaskOnTheWorkers() {
+        // A table bootstrapping beside a slow stream: a 200 ms record in every 200, cheap ones
+        // otherwise. The moving average is low most of the time, but each slow record inline
+        // would stop the StreamThread for 200 ms.
+        InlinePolicy p = onWorkers(policy());
+        for (int i = 0; i < 40 * InlinePolicy.SAMPLES; i++) {
+            p.timed(i % 200 == 0 ? 200_000_000 : 1_000);
+            assertThat(p.next()).as("record %d", i).isEqualTo(Switch.STAY);
+        }
+        // Once the slow records stop, one of them left among the last SAMPLES is a stall, not a
+        // slow stream: the task goes inline.
+        time(p, InlinePolicy.SLOW_WINDOW / 2, 1_000);
+        p.timed(200_000_000);
+        time(p, InlinePolicy.SLOW_WINDOW / 2, 1_000);
+        assertThat(p.next()).isEqualTo(Switch.TO_INLINE);
+    }
+
+    @Test
+    void aTaskWhoseSiblingsRunSlowRecordsDoesNotGoInlineOnCheapOnesOfItsOwn() {
+        InlinePolicy.Siblings shared = new InlinePolicy.Siblings();
+        InlinePolicy slowOne = new InlinePolicy(10_000, shared, new Signals());
+        InlinePolicy cheapOne = new InlinePolicy(10_000, shared, new Signals());
+        onWorkers(slowOne);
+        assertThat(cheapOne.next()).isEqualTo(Switch.TO_WORKERS);
+        time(slowOne, 2, 200_000_000);
+        time(cheapOne, InlinePolicy.SAMPLES, 1_000);
+        assertThat(cheapOne.next()).as("a sibling's records are slow").isEqualTo(Switch.STAY);
+        time(slowOne, InlinePolicy.SLOW_WINDOW, 1_000);
+        assertThat(cheapOne.next()).isEqualTo(Switch.TO_INLINE);
+    }
+
+    @Test
+    void aTaskWithABacklogOnTheWorkersStaysThere() {
+        InlinePolicy p = onWorkers(policy());
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next(InlinePolicy.BLOCK + 1))
+                .as("a drain of the backlog first")
+                .isEqualTo(Switch.STAY);
+        assertThat(p.next(InlinePolicy.BLOCK)).isEqualTo(Switch.TO_INLINE);
     }
 
     @Test

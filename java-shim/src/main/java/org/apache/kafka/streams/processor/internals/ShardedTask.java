@@ -271,7 +271,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * back needs no wait, because a record run inline has finished when doProcess returns.
      */
     private boolean runInline() {
-        switch (inline.next()) {
+        switch (inline.next(order != null ? order.backlog() : serialRegion != null ? serialRegion.backlog() : 0)) {
             case TO_INLINE:
                 // The average that decided: the drain's records update it too.
                 long average = inline.averageNanos();

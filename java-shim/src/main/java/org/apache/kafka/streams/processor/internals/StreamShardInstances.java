@@ -4,6 +4,7 @@ import io.streamshard.agent.AgentState;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
 import io.streamshard.metrics.StreamShardMetrics;
+import io.streamshard.runtime.InlinePolicy;
 import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.runtime.WorkerThreads;
@@ -20,7 +21,6 @@ import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Sensor;
@@ -54,12 +54,12 @@ public final class StreamShardInstances {
         final Map<String, Classification> decisions = Collections.synchronizedMap(new LinkedHashMap<>());
         /** Sub-topologies whose classification was logged at INFO already. */
         final Set<Integer> logged = ConcurrentHashMap.newKeySet();
-        /** Per sub-topology, whether its tasks were last seen slow ({@code InlinePolicy}). */
-        private final Map<Integer, AtomicBoolean> onWorkers = new ConcurrentHashMap<>();
+        /** Per sub-topology, what its tasks' inline policies share. */
+        private final Map<Integer, InlinePolicy.Siblings> siblings = new ConcurrentHashMap<>();
 
-        /** Whether the tasks of {@code task}'s sub-topology were last seen slow, shared by them. */
-        AtomicBoolean siblings(TaskId task) {
-            return onWorkers.computeIfAbsent(task.subtopology(), s -> new AtomicBoolean());
+        /** What the tasks of {@code task}'s sub-topology share for the inline decision. */
+        InlinePolicy.Siblings siblings(TaskId task) {
+            return siblings.computeIfAbsent(task.subtopology(), s -> new InlinePolicy.Siblings());
         }
 
         /** streamshard's metrics in the instance's registry. */
