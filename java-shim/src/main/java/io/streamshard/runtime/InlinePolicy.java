@@ -1,6 +1,7 @@
 package io.streamshard.runtime;
 
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
 
 /**
  * When a task runs its records on its StreamThread instead of handing them to workers: while
@@ -221,16 +222,19 @@ public final class InlinePolicy {
 
     /** Decides the mode for the next record; the caller acts on a switch (drain first for {@code TO_INLINE}). */
     public Switch next() {
-        return next(0);
+        return next(NONE_HANDED_OFF);
     }
+
+    private static final LongSupplier NONE_HANDED_OFF = () -> 0;
 
     /**
      * As {@link #next()}, for a task with {@code handedOff} records on the workers (not finished, or
-     * not yet retired): it goes inline only once they are at most {@link #BLOCK}, because going
+     * not yet retired; asked only when the task would otherwise go inline): it goes inline only once
+     * they are at most {@link #BLOCK}, because going
      * inline drains them first, and a backlog that large means the records were not cheap after all
      * (a drain of thousands of queued records behind slow ones stops the StreamThread for seconds).
      */
-    public Switch next(long handedOff) {
+    public Switch next(LongSupplier handedOff) {
         if (below <= 0) {
             return Switch.STAY;
         }
@@ -260,7 +264,11 @@ public final class InlinePolicy {
                     return toWorkers();
                 }
             }
-        } else if (timed >= SAMPLES && avg >= 0 && avg < below && !siblings.slowOfLate() && handedOff <= BLOCK) {
+        } else if (timed >= SAMPLES
+                && avg >= 0
+                && avg < below
+                && !siblings.slowOfLate()
+                && handedOff.getAsLong() <= BLOCK) {
             inline = true;
             timed = 0;
             siblings.onWorkers.set(false);

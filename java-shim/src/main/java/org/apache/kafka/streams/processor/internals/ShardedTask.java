@@ -255,6 +255,20 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         }
     }
 
+    /**
+     * The task's handed-off records not finished, for the inline policy (asked only when it would go
+     * inline): those not retired once the finished prefix retired, or those before the serial
+     * region. A retire here makes held sends (exactly-once) on the StreamThread inside doProcess,
+     * where stock makes its own sends.
+     */
+    private final java.util.function.LongSupplier handedOff = () -> {
+        if (order != null) {
+            order.retire();
+            return order.backlog();
+        }
+        return serialRegion != null ? serialRegion.backlog() : 0;
+    };
+
     /** The partition's time before the record being handed off; grows the table for a new partition. */
     private long partitionTimeBefore(int partition) {
         if (partition >= partitionTimes.length) {
@@ -271,7 +285,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * back needs no wait, because a record run inline has finished when doProcess returns.
      */
     private boolean runInline() {
-        switch (inline.next(order != null ? order.backlog() : serialRegion != null ? serialRegion.backlog() : 0)) {
+        switch (inline.next(handedOff)) {
             case TO_INLINE:
                 // The average that decided: the drain's records update it too.
                 long average = inline.averageNanos();
