@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.metrics.Sensor;
@@ -261,13 +262,15 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * region. A retire here makes held sends (exactly-once) on the StreamThread inside doProcess,
      * where stock makes its own sends.
      */
-    private final java.util.function.LongSupplier handedOff = () -> {
+    private final LongSupplier handedOff = this::handedOffNow;
+
+    private long handedOffNow() {
         if (order != null) {
             order.retire();
             return order.backlog();
         }
         return serialRegion != null ? serialRegion.backlog() : 0;
-    };
+    }
 
     /** The partition's time before the record being handed off; grows the table for a new partition. */
     private long partitionTimeBefore(int partition) {
