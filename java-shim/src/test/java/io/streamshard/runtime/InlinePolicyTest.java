@@ -135,10 +135,10 @@ class InlinePolicyTest {
     void aTaskWithABacklogOnTheWorkersStaysThere() {
         InlinePolicy p = onWorkers(policy());
         time(p, InlinePolicy.SAMPLES, 2_000);
-        assertThat(p.next(InlinePolicy.BLOCK + 1))
+        assertThat(p.next(() -> InlinePolicy.BLOCK + 1))
                 .as("a drain of the backlog first")
                 .isEqualTo(Switch.STAY);
-        assertThat(p.next(InlinePolicy.BLOCK)).isEqualTo(Switch.TO_INLINE);
+        assertThat(p.next(() -> InlinePolicy.BLOCK)).isEqualTo(Switch.TO_INLINE);
     }
 
     @Test
