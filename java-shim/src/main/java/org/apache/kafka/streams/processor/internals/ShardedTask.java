@@ -79,6 +79,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     private final DrainStats drains = new DrainStats();
     /** The handed-off records in dequeue order, for commits that wait for none; null: every commit drains. */
     final CommitOrder<HeldSend> order;
+    /** streamshard.commit.held.max.bytes, read once: processable() checks it before every record. */
+    private final long heldMaxBytes;
     /** Whether records hold their sends until they retire (exactly-once with {@link #order}). */
     final boolean holdSends;
     /**
@@ -160,6 +162,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         this.order =
                 serialRegion == null && !instance.config.commitWaitsForAll() ? new CommitOrder<>(HeldSend::send) : null;
         this.holdSends = order != null && instance.eos;
+        this.heldMaxBytes = instance.config.commitHeldMaxBytes();
     }
 
     private ShardExecutor.ShardTask shard() {
@@ -334,7 +337,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         if (order != null) {
             // Stock said processable: no transaction commit is pending, so held sends may go now.
             order.retire();
-            if (order.backlog() >= maxUnretired() || order.heldBytes() >= instance.config.commitHeldMaxBytes()) {
+            if (order.backlog() >= maxUnretired() || order.heldBytes() >= heldMaxBytes) {
                 return false;
             }
         }
