@@ -40,6 +40,8 @@ public final class InlinePolicy {
     static final int SLOW_WINDOW = 4 * SAMPLES;
     /** A block computed if its StreamThread was on the CPU at least this share of the time it could have been. */
     static final double COMPUTING = 0.6;
+    /** How long a task ready to go inline takes no record while its backlog falls to {@link #BLOCK}. */
+    static final long WAIT_MAX_NANOS = 500_000_000L;
 
     /** What the caller must do for this record. */
     public enum Switch {
@@ -110,6 +112,8 @@ public final class InlinePolicy {
     private final Siblings siblings;
     /** Whether the last switch to the workers followed the siblings (for the log). */
     private boolean followedSiblings;
+    /** When the task, ready to go inline, began to wait for its backlog (see {@link #waitingForBacklog}); -1: it does not. */
+    private long waitingSince = -1;
 
     /** @param belowNanos the mark; 0 or less: never inline */
     public InlinePolicy(long belowNanos) {
@@ -264,11 +268,14 @@ public final class InlinePolicy {
                     return toWorkers();
                 }
             }
-        } else if (timed >= SAMPLES
-                && avg >= 0
-                && avg < below
-                && !siblings.slowOfLate()
-                && handedOff.getAsLong() <= BLOCK) {
+        } else if (timed >= SAMPLES && avg >= 0 && avg < below && !siblings.slowOfLate()) {
+            if (handedOff.getAsLong() > BLOCK) {
+                if (waitingSince < 0) {
+                    waitingSince = signals.nanoTime();
+                }
+                return Switch.STAY;
+            }
+            waitingSince = -1;
             inline = true;
             timed = 0;
             siblings.onWorkers.set(false);
@@ -276,6 +283,27 @@ public final class InlinePolicy {
             return Switch.TO_INLINE;
         }
         return Switch.STAY;
+    }
+
+    /**
+     * Whether the task, ready to go inline but with more than {@link #BLOCK} records handed off,
+     * should take no record now: while it takes none the workers work its backlog down, and its
+     * StreamThread serves its other tasks instead of draining this one (a task fed faster than its
+     * workers run even cheap records keeps its backlog at its cap, and would never go inline). The
+     * wait ends when {@link #next} finds the backlog down, or gives up (the task takes records on the
+     * workers again, and {@link #SAMPLES} more before it tries again) after {@link #WAIT_MAX_NANOS},
+     * or once records no longer look cheap. StreamThread only.
+     */
+    public boolean waitingForBacklog() {
+        if (waitingSince < 0) {
+            return false;
+        }
+        if (avgNanos >= below || siblings.slowOfLate() || signals.nanoTime() - waitingSince > WAIT_MAX_NANOS) {
+            waitingSince = -1;
+            timed = 0;
+            return false;
+        }
+        return true;
     }
 
     /** Why the last {@link Switch#TO_WORKERS} was made, for the log. */

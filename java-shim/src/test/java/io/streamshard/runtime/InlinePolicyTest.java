@@ -132,13 +132,42 @@ class InlinePolicyTest {
     }
 
     @Test
-    void aTaskWithABacklogOnTheWorkersStaysThere() {
+    void aTaskWithABacklogOnTheWorkersWaitsForItBeforeGoingInline() {
         InlinePolicy p = onWorkers(policy());
+        assertThat(p.waitingForBacklog()).isFalse();
         time(p, InlinePolicy.SAMPLES, 2_000);
         assertThat(p.next(() -> InlinePolicy.BLOCK + 1))
-                .as("a drain of the backlog first")
+                .as("no drain of a large backlog")
                 .isEqualTo(Switch.STAY);
+        assertThat(p.waitingForBacklog())
+                .as("the task takes no record meanwhile")
+                .isTrue();
         assertThat(p.next(() -> InlinePolicy.BLOCK)).isEqualTo(Switch.TO_INLINE);
+        assertThat(p.waitingForBacklog()).isFalse();
+    }
+
+    /**
+     * A task waiting for its backlog gives up after {@link InlinePolicy#WAIT_MAX_NANOS}, or at once
+     * when its records stop looking cheap, and then needs {@link InlinePolicy#SAMPLES} records
+     * before it waits again: a backlog that does not go down was not cheap.
+     */
+    @Test
+    void aTaskGivesUpWaitingForABacklogThatStays() {
+        Signals s = new Signals();
+        InlinePolicy p = onWorkers(new InlinePolicy(10_000, s));
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next(() -> 1_000)).isEqualTo(Switch.STAY);
+        s.now += InlinePolicy.WAIT_MAX_NANOS;
+        assertThat(p.waitingForBacklog()).isTrue();
+        s.now += 1;
+        assertThat(p.waitingForBacklog()).isFalse();
+        assertThat(p.next(() -> 0)).as("samples again first").isEqualTo(Switch.STAY);
+        time(p, InlinePolicy.SAMPLES, 2_000);
+        assertThat(p.next(() -> 1_000)).isEqualTo(Switch.STAY);
+        assertThat(p.waitingForBacklog()).isTrue();
+        time(p, 64, 1_000_000);
+        assertThat(p.waitingForBacklog()).as("the records ended slow").isFalse();
+        assertThat(p.next(() -> 0)).isEqualTo(Switch.STAY);
     }
 
     @Test

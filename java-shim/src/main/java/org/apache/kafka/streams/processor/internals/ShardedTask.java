@@ -341,6 +341,11 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                 return false;
             }
         }
+        if (inline.waitingForBacklog() && handedOffNow() > InlinePolicy.BLOCK) {
+            // Ready to go inline: no record until the workers have worked the backlog down, so the
+            // drain then is short. Not a cap: the StreamThread's poll may block for its poll time.
+            return false;
+        }
         if (shard.hasCapacity() && (serialRegion == null || serialRegion.backlog() < maxBacklog)) {
             return true;
         }
