@@ -3,7 +3,9 @@ package io.streamshard.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -11,10 +13,13 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
 import java.util.function.Predicate;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
@@ -170,6 +175,44 @@ final class Inputs {
             }
         }
         return false;
+    }
+
+    /**
+     * Reads {@code topic} read-committed and checks it holds {@code records} records, each key's
+     * values {@code 0, 1, 2, ...} in order, none twice and nothing more (a duplicate arrives within
+     * the time the last records took).
+     */
+    static void assertInOrderOnce(String bootstrap, String topic, int records, String suffix) {
+        Map<String, Integer> next = new HashMap<>();
+        List<String> problems = new ArrayList<>();
+        int read = 0;
+        Properties cp = new Properties();
+        cp.put("bootstrap.servers", bootstrap);
+        cp.put("group.id", "check-" + topic + suffix);
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("isolation.level", "read_committed");
+        try (KafkaConsumer<String, String> c =
+                new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
+            c.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (read < records && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    read++;
+                    int want = next.getOrDefault(r.key(), 0);
+                    int got = Integer.parseInt(r.value());
+                    if (got != want && problems.size() < 10) {
+                        problems.add(r.key() + ": " + got + " where " + want + " was next");
+                    }
+                    next.put(r.key(), got + 1);
+                }
+            }
+            for (ConsumerRecord<String, String> r : c.poll(Duration.ofSeconds(2))) {
+                read++;
+                problems.add("extra " + r.key() + "=" + r.value());
+            }
+        }
+        assertThat(problems).as("%s out of order, duplicated or extra", topic).isEmpty();
+        assertThat(read).as("%s records", topic).isEqualTo(records);
     }
 
     /** The sum over {@code streams}' metrics of that group and name (one per task, say); NaN values count 0. */

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Files;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -17,13 +15,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -33,6 +28,8 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -42,12 +39,14 @@ import org.junit.jupiter.api.Test;
  * records whose processing had finished (no commit past unfinished work), and that one
  * partition's commits went on while the other partition's slow record ran (a commit that drains
  * the StreamThread's tasks would stall them all). Afterwards the output, read committed, holds
- * every input record once, in per-key order.
+ * every input record once, in per-key order, and so does the changelog of the store the slow step
+ * writes each record's sequence to (no cache: every write is a changelog record).
  */
 class PrefixCommitIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     private static final int RECORDS = 3_000;
     private static final int KEYS = 300;
+    private static final String STORE = "seen";
 
     @Test
     void exactlyOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
@@ -66,10 +65,23 @@ class PrefixCommitIT {
         String app = "it" + suffix;
         OrderProducer.createTopics(BOOTSTRAP, 2, List.of(input, output));
         // Value: the record's sequence within its key, so the output's per-key order is checkable.
+        // Written while the app runs, over about 1.5 s, both partitions alike: partition 1 has
+        // records to finish and commit while partition 0's slow ones run, whichever task the
+        // StreamThread happens to serve first.
         int[] seq = new int[KEYS];
-        Inputs.produce(BOOTSTRAP, RECORDS, i -> {
-            int k = i % KEYS;
-            return new ProducerRecord<>(input, i % 2, null, "k" + k, Integer.toString(seq[k]++));
+        AtomicReference<Exception> produceFailed = new AtomicReference<>();
+        Thread producer = new Thread(() -> {
+            try {
+                Inputs.produce(BOOTSTRAP, RECORDS, i -> {
+                    if (i % 10 == 9) {
+                        Probe.sleep(5);
+                    }
+                    int k = i % KEYS;
+                    return new ProducerRecord<>(input, i % 2, null, "k" + k, Integer.toString(seq[k]++));
+                });
+            } catch (Exception e) {
+                produceFailed.set(e);
+            }
         });
 
         Map<Integer, Set<Long>> finished = new ConcurrentHashMap<>();
@@ -78,14 +90,19 @@ class PrefixCommitIT {
         // Counts the spells during which some slow record runs (0 → 1 running).
         AtomicLong slowSpells = new AtomicLong();
         StreamsBuilder b = new StreamsBuilder();
+        b.addStateStore(
+                Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(), Serdes.String())
+                        .withCachingDisabled());
         b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(
                         () -> new Processor<String, String, String, String>() {
                             private ProcessorContext<String, String> context;
+                            private KeyValueStore<String, String> seen;
 
                             @Override
                             public void init(ProcessorContext<String, String> context) {
                                 this.context = context;
+                                this.seen = context.getStateStore(STORE);
                             }
 
                             @Override
@@ -102,12 +119,14 @@ class PrefixCommitIT {
                                 } else {
                                     Probe.sleep(3);
                                 }
+                                seen.put(record.key(), record.value());
                                 context.forward(record);
                                 finished.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>())
                                         .add(offset);
                             }
                         },
-                        Named.as("slow-step"))
+                        Named.as("slow-step"),
+                        STORE)
                 .to(output, Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, app);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
@@ -166,11 +185,15 @@ class PrefixCommitIT {
             });
             streams.start();
             watcher.start();
+            producer.start();
             try {
-                Demo.waitForCommitted(BOOTSTRAP, app, input, RECORDS, Duration.ofMinutes(2), () -> {});
+                Demo.waitForCommitted(BOOTSTRAP, app, input, RECORDS, Duration.ofMinutes(2), () -> {
+                    assertThat(produceFailed.get()).isNull();
+                });
             } finally {
                 watching.set(false);
                 watcher.join();
+                producer.join();
             }
         }
         assertThat(pastUnfinished.get()).as("a commit covered unfinished work").isNull();
@@ -182,37 +205,9 @@ class PrefixCommitIT {
                         whileSlow.values().stream().map(a -> a[0] + ".." + a[1]).toList())
                 .anySatisfy(a -> assertThat(a[1]).isGreaterThan(a[0]));
 
-        // The output, read committed: every record once, each key's records in order.
-        Map<String, Integer> next = new HashMap<>();
-        List<String> problems = new ArrayList<>();
-        int read = 0;
-        Properties cp = new Properties();
-        cp.put("bootstrap.servers", BOOTSTRAP);
-        cp.put("group.id", "check" + suffix);
-        cp.put("auto.offset.reset", "earliest");
-        cp.put("isolation.level", "read_committed");
-        try (KafkaConsumer<String, String> c =
-                new KafkaConsumer<>(cp, new StringDeserializer(), new StringDeserializer())) {
-            c.subscribe(List.of(output));
-            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (read < RECORDS && System.nanoTime() < deadline) {
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
-                    read++;
-                    int want = next.getOrDefault(r.key(), 0);
-                    int got = Integer.parseInt(r.value());
-                    if (got != want && problems.size() < 10) {
-                        problems.add(r.key() + ": " + got + " where " + want + " was next");
-                    }
-                    next.put(r.key(), got + 1);
-                }
-            }
-            // Anything more (a duplicate) arrives within the time the last records took.
-            for (ConsumerRecord<String, String> r : c.poll(Duration.ofSeconds(2))) {
-                read++;
-                problems.add("extra " + r.key() + "=" + r.value());
-            }
-        }
-        assertThat(problems).as("output out of order, duplicated or extra").isEmpty();
-        assertThat(read).as("output records").isEqualTo(RECORDS);
+        // The output and the store's changelog, read committed: every record once, each key's
+        // records in order.
+        Inputs.assertInOrderOnce(BOOTSTRAP, output, RECORDS, suffix);
+        Inputs.assertInOrderOnce(BOOTSTRAP, app + "-" + STORE + "-changelog", RECORDS, suffix);
     }
 }
