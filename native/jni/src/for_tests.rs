@@ -1,5 +1,5 @@
 //! The entry points only tests call (`NativeScheduler`'s test-only methods, grouped there too):
-//! the batch form of the worker's call, a plain complete, and two views of the counters. The
+//! the batch form of the worker's call and two views of the counters. The
 //! product's calls are in `lib.rs`.
 
 use jni::objects::{JClass, JIntArray, JLongArray};
@@ -53,16 +53,6 @@ fn u32_as_i32(v: &mut [u32]) -> &mut [i32] {
     // SAFETY: u32 and i32 have identical size and alignment and no invalid bit patterns; the
     // returned slice borrows `v` mutably for its whole life.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut i32, v.len()) }
-}
-
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_complete<'c>(
-    env: EnvUnowned<'c>,
-    _class: JClass<'c>,
-    h: jlong,
-    slot: jint,
-) {
-    entry(env, |_| Ok(scheduler(h)?.complete(slot as u32)?))
 }
 
 fn offset_or_none(o: Option<i64>) -> jlong {

@@ -298,6 +298,31 @@ fn owed_wakes() -> jint {
     take_owed_wakes().min(1 << 20) as jint
 }
 
+/// Ends a running record with `end` (complete or fail); returns the wake-ups owed to idle workers.
+fn end_record(
+    env: EnvUnowned<'_>,
+    h: jlong,
+    slot: jint,
+    end: fn(&Scheduler, u32) -> Result<(), Error>,
+) -> jint {
+    entry(env, |_| {
+        end(scheduler(h)?, slot as u32)?;
+        Ok(owed_wakes())
+    })
+}
+
+/// Marks a running record finished without polling (a worker that leaves the pool's places when
+/// `workers=auto` lowers the limit). Returns the wake-ups owed to idle workers.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_complete<'c>(
+    env: EnvUnowned<'c>,
+    _class: JClass<'c>,
+    h: jlong,
+    slot: jint,
+) -> jint {
+    end_record(env, h, slot, Scheduler::complete)
+}
+
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     env: EnvUnowned<'c>,
@@ -305,10 +330,7 @@ pub extern "system" fn Java_io_streamshard_scheduler_NativeScheduler_fail<'c>(
     h: jlong,
     slot: jint,
 ) -> jint {
-    entry(env, |_| {
-        scheduler(h)?.fail(slot as u32)?;
-        Ok(owed_wakes())
-    })
+    end_record(env, h, slot, Scheduler::fail)
 }
 
 /// Sends a running record back to wait `delay_nanos` (0: ready at once; negative counts as 0)

@@ -54,10 +54,20 @@ pub fn render(s: &Snapshot) -> String {
         "{} ({}) {} · Kafka Streams {} · streamshard {}",
         i.application_id, i.client_id, i.state, i.kafka_streams_version, i.streamshard_version
     );
+    let workers = match i.workers_limit {
+        Some(limit) if i.workers_limit_change.is_empty() => {
+            format!("{limit} of {} (auto)", m.workers)
+        }
+        Some(limit) => format!(
+            "{limit} of {} (auto; last: {})",
+            m.workers, i.workers_limit_change
+        ),
+        None => m.workers.to_string(),
+    };
     let _ = writeln!(
         out,
         "workers {} · in flight {} · queued {} · slots {}/{} · hand-offs {:.0}/s · completed {:.0}/s · failed {} · wait avg {} ms · run avg {} ms",
-        m.workers,
+        workers,
         m.in_flight,
         m.queued,
         m.slots_in_use,

@@ -395,3 +395,33 @@ fn the_table_names_every_task_partition_and_serial_node() {
     assert!(text.contains("sub-topology 0: 2 parallel, 1 serial region, 0 stock"));
     assert!(text.contains("  WIN (KStreamWindowAggregate): window <late> records"));
 }
+
+#[test]
+fn the_table_shows_an_adaptive_limit_and_its_last_change() {
+    let s = scheduler();
+    load(&s);
+    let mut snap = built(&s);
+    assert!(
+        streamshard_status::table::render(&snap).contains("workers 4 · "),
+        "a fixed number as it is"
+    );
+    let i = snap.instance.as_mut().unwrap();
+    i.workers_limit = Some(3);
+    let text = streamshard_status::table::render(&snap);
+    assert!(text.contains("workers 3 of 4 (auto) · "), "{text}");
+    let i = snap.instance.as_mut().unwrap();
+    i.workers_limit_change = "latency 2.1× baseline: 4 → 3".into();
+    let text = streamshard_status::table::render(&snap);
+    assert!(
+        text.contains("workers 3 of 4 (auto; last: latency 2.1× baseline: 4 → 3) · "),
+        "{text}"
+    );
+    // What Java pushes for it parses into the served instance.
+    let view: streamshard_status::model::JavaView = serde_json::from_str(&VIEW.replace(
+        "\"max_inflight\": 64,",
+        "\"max_inflight\": 64, \"workers_limit\": 3, \"workers_limit_change\": \"x\",",
+    ))
+    .unwrap();
+    assert_eq!(view.instance.workers_limit, Some(3));
+    assert_eq!(view.instance.workers_limit_change, "x");
+}

@@ -32,6 +32,10 @@ public final class StreamShardConfig extends AbstractConfig {
     public static final String ENABLED = "streamshard.enabled";
     public static final String WORKERS = "streamshard.workers";
     public static final String WORKER_THREADS = "streamshard.worker.threads";
+    public static final String WORKERS_MAX = "streamshard.workers.max";
+    public static final String WORKERS_MIN = "streamshard.workers.min";
+    /** The value of {@link #WORKERS} that sizes the workers to the downstream. */
+    public static final String AUTO = "auto";
     /** The most platform worker threads; virtual ones are bounded by the slot table only. */
     public static final int MAX_PLATFORM_WORKERS = 4096;
 
@@ -67,14 +71,35 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "application stock (serial).")
             .define(
                     WORKERS,
-                    Type.INT,
-                    64,
-                    Range.between(1, 1 << 20),
+                    Type.STRING,
+                    "64",
+                    new WorkersValidator(),
                     Importance.HIGH,
                     "Worker threads per KafkaStreams instance, shared by all its parallel tasks: "
                             + "how many records run at once. Records of one key never run on two workers "
                             + "at once. At most " + MAX_PLATFORM_WORKERS + " platform threads; with "
-                            + WORKER_THREADS + "=virtual (Java 21+) up to " + MAX_INFLIGHT + ".")
+                            + WORKER_THREADS + "=virtual (Java 21+) up to " + MAX_INFLIGHT + ". " + AUTO
+                            + ": as many as the slow step's downstream serves without a queue, between "
+                            + WORKERS_MIN + " and " + WORKERS_MAX + ", found and followed while the app "
+                            + "runs (the limit grows while run times stay at their unloaded level and "
+                            + "comes down when they rise or attempts fail).")
+            .define(
+                    WORKERS_MAX,
+                    Type.INT,
+                    MAX_PLATFORM_WORKERS,
+                    Range.between(1, 1 << 20),
+                    Importance.MEDIUM,
+                    "With " + WORKERS + "=" + AUTO + ": the most records that run at once. Platform "
+                            + "threads are started as the limit first reaches them; at most "
+                            + MAX_PLATFORM_WORKERS + " of them.")
+            .define(
+                    WORKERS_MIN,
+                    Type.INT,
+                    1,
+                    Range.between(1, 1 << 20),
+                    Importance.LOW,
+                    "With " + WORKERS + "=" + AUTO + ": the fewest records that may run at once, "
+                            + "however slow or failing the downstream is.")
             .define(
                     WORKER_THREADS,
                     Type.STRING,
@@ -255,6 +280,31 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "handler).");
 
     /** {@code Range.between(1, max)} for a setting whose default (null) is derived from others. */
+    /** {@link #WORKERS}: {@link #AUTO}, or a whole number from 1 to 2^20. */
+    private static final class WorkersValidator implements ConfigDef.Validator {
+        @Override
+        public void ensureValid(String name, Object value) {
+            String v = value == null ? "" : value.toString().trim();
+            if (v.equalsIgnoreCase(AUTO)) {
+                return;
+            }
+            try {
+                int n = Integer.parseInt(v);
+                if (n >= 1 && n <= 1 << 20) {
+                    return;
+                }
+            } catch (NumberFormatException e) {
+                // below
+            }
+            throw new ConfigException(name, value, "must be " + AUTO + " or a whole number from 1 to " + (1 << 20));
+        }
+
+        @Override
+        public String toString() {
+            return AUTO + ", or [1,...," + (1 << 20) + "]";
+        }
+    }
+
     private static ConfigDef.Validator positiveUpTo(int max) {
         Range range = Range.between(1, max);
         return new ConfigDef.Validator() {
@@ -322,6 +372,11 @@ public final class StreamShardConfig extends AbstractConfig {
     /** {@link #from(Map)} with the system properties and agent argument given (tests). */
     static StreamShardConfig from(Map<?, ?> props, Map<?, ?> systemProperties, String agentArguments) {
         Map<Object, Object> merged = new HashMap<>(props);
+        Object w = merged.get(WORKERS);
+        if (w instanceof Number) {
+            // A number given as one (props.put(key, 64)): the setting's type is a string for "auto".
+            merged.put(WORKERS, w.toString());
+        }
         SortedMap<String, Source> sources = new TreeMap<>();
         props.keySet().forEach(k -> {
             if (k instanceof String && ((String) k).startsWith(PREFIX)) {
@@ -346,13 +401,19 @@ public final class StreamShardConfig extends AbstractConfig {
         if (workers > MAX_PLATFORM_WORKERS
                 && !(c.virtualWorkers() && Runtime.version().feature() >= 21)) {
             throw new ConfigException(
-                    WORKERS,
+                    c.workersAuto() ? WORKERS_MAX : WORKERS,
                     workers,
                     "at most " + MAX_PLATFORM_WORKERS + " platform threads; for more, set " + WORKER_THREADS
                             + "=virtual (Java 21 or later"
                             + (c.virtualWorkers()
                                     ? "; this JVM is " + Runtime.version().feature()
                                     : "") + ")");
+        }
+        if (c.workersAuto() && c.getInt(WORKERS_MIN) > c.getInt(WORKERS_MAX)) {
+            throw new ConfigException(
+                    WORKERS_MIN,
+                    c.getInt(WORKERS_MIN),
+                    "must not exceed " + WORKERS_MAX + " (" + c.getInt(WORKERS_MAX) + ")");
         }
         int perTask = c.maxInflightPerTask();
         int total = c.maxInflight();
@@ -504,8 +565,24 @@ public final class StreamShardConfig extends AbstractConfig {
         return getBoolean(ENABLED);
     }
 
+    /**
+     * The workers of the instance: {@link #WORKERS}, or with {@link #AUTO} the most it may grow to
+     * ({@link #WORKERS_MAX}).
+     */
     public int workers() {
-        return getInt(WORKERS);
+        return workersAuto()
+                ? getInt(WORKERS_MAX)
+                : Integer.parseInt(getString(WORKERS).trim());
+    }
+
+    /** Whether {@link #WORKERS} is {@link #AUTO}. */
+    public boolean workersAuto() {
+        return getString(WORKERS).trim().equalsIgnoreCase(AUTO);
+    }
+
+    /** With {@link #AUTO}: the floor of the limit. */
+    public int workersMin() {
+        return getInt(WORKERS_MIN);
     }
 
     /** Whether {@link #WORKER_THREADS} asks for virtual threads. */

@@ -1,5 +1,6 @@
 package io.streamshard.metrics;
 
+import io.streamshard.runtime.AdaptiveLimit;
 import io.streamshard.runtime.DrainStats;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.SchedulerMetrics;
@@ -70,7 +71,29 @@ public final class StreamShardMetrics {
         this.registry = registry;
         this.executor = executor;
         this.clientTags = Map.of("client-id", clientId);
-        instance("workers", "Worker threads of this instance.", s -> workers);
+        instance(
+                "workers",
+                "Worker threads of this instance (with streamshard.workers=auto, its maximum).",
+                s -> workers);
+        AdaptiveLimit limit = executor.adaptiveLimit();
+        if (limit != null) {
+            instance(
+                    "workers-limit",
+                    "streamshard.workers=auto: the records that may run at once now.",
+                    s -> limit.limit());
+            instance(
+                    "workers-limit-changes-total",
+                    "streamshard.workers=auto: changes of the limit (the last one and why: status service, log).",
+                    s -> limit.changes());
+            instance(
+                    "workers-limit-run-time-ns",
+                    "streamshard.workers=auto: the mean run time of the last window of records judged, ns.",
+                    s -> limit.lastRttNanos());
+            instance(
+                    "workers-limit-base-run-time-ns",
+                    "streamshard.workers=auto: the unloaded run time the limit is judged against, ns.",
+                    s -> limit.baseNanos());
+        }
         instance("in-flight", "Records running on a worker now, all tasks.", s -> s.totals.running());
         instance(
                 "queued",

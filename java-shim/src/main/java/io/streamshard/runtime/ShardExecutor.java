@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The worker pool of one {@code KafkaStreams} instance over the native scheduler. Submitters
@@ -18,6 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * per key. The runnables live in a slot table; only slot numbers cross into native code.
  */
 public final class ShardExecutor implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger("io.streamshard");
     private static final long POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /**
      * Virtual workers: the longest an idle one parks without a wake-up. Wake-ups are not lost
@@ -46,6 +49,9 @@ public final class ShardExecutor implements AutoCloseable {
     static final int RAMP_INITIAL = 64;
 
     static final long RAMP_PACE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    /** With {@code streamshard.workers=auto}: the places workers take; null with a fixed number. */
+    private final WorkerGate gate;
 
     private final WorkerThreads kind;
     private final String name;
@@ -99,6 +105,21 @@ public final class ShardExecutor implements AutoCloseable {
             int maxInflight,
             int maxInflightPerTask,
             long drainTimeoutMs) {
+        this(name, kind, workerCount, null, maxInflight, maxInflightPerTask, drainTimeoutMs);
+    }
+
+    /**
+     * @param limit with {@code streamshard.workers=auto}: the limit on the records running at
+     *     once, whose {@link AdaptiveLimit#max} is {@code workerCount}; null for a fixed pool
+     */
+    public ShardExecutor(
+            String name,
+            WorkerThreads kind,
+            int workerCount,
+            AdaptiveLimit limit,
+            int maxInflight,
+            int maxInflightPerTask,
+            long drainTimeoutMs) {
         boolean virtual = kind == WorkerThreads.VIRTUAL;
         this.scheduler = NativeScheduler.create(maxInflight, maxInflightPerTask, 1 << 16, 1 << 16, 3, virtual);
         this.table = new Work[maxInflight];
@@ -112,6 +133,17 @@ public final class ShardExecutor implements AutoCloseable {
         this.kind = kind;
         this.name = name;
         this.workerCount = workerCount;
+        if (limit != null) {
+            // The limit's own start (doubling from few) is the ramp; workers start as it first
+            // reaches them.
+            this.gate = new WorkerGate(limit);
+            startWorkers(limit.limit());
+            Thread t = new Thread(this::followLimit, name + "-limit");
+            t.setDaemon(true);
+            t.start();
+            return;
+        }
+        this.gate = null;
         boolean ramped = !virtual && workerCount > RAMP_INITIAL;
         startWorkers(ramped ? RAMP_INITIAL : workerCount);
         if (ramped) {
@@ -119,6 +151,44 @@ public final class ShardExecutor implements AutoCloseable {
             t.setDaemon(true);
             t.start();
         }
+    }
+
+    /**
+     * The limit's thread ({@code workers=auto}): judges a window of samples when one is due, lets
+     * the gate follow, starts the workers a higher limit needs, and logs large changes.
+     */
+    private void followLimit() {
+        AdaptiveLimit limit = gate.limit();
+        while (true) {
+            try {
+                TimeUnit.NANOSECONDS.sleep(WorkerGate.TICK_NANOS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            int started;
+            synchronized (workers) {
+                if (closed) {
+                    return;
+                }
+                started = workers.size();
+            }
+            AdaptiveLimit.Change c = limit.tick(System.nanoTime());
+            if (c == null) {
+                continue;
+            }
+            if (c.to > started) {
+                startWorkers(Math.min(workerCount, c.to) - started);
+            }
+            gate.allow(c.to);
+            if (c.large()) {
+                LOG.info("streamshard: at most {} records run at once now ({})", c.to, c);
+            }
+        }
+    }
+
+    /** With {@code streamshard.workers=auto}: its limit; null with a fixed number of workers. */
+    public AdaptiveLimit adaptiveLimit() {
+        return gate == null ? null : gate.limit();
     }
 
     /**
@@ -171,10 +241,18 @@ public final class ShardExecutor implements AutoCloseable {
     }
 
     public static ShardExecutor create(StreamShardConfig config, String name) {
+        AdaptiveLimit limit = null;
+        if (config.workersAuto()) {
+            // Start near the cores: below them a CPU-bound step shows its unloaded run time, the
+            // base every later window is judged against.
+            int start = Runtime.getRuntime().availableProcessors();
+            limit = new AdaptiveLimit(config.workersMin(), config.workers(), start, System.nanoTime());
+        }
         return new ShardExecutor(
                 name,
                 WorkerThreads.of(config),
                 config.workers(),
+                limit,
                 config.maxInflight(),
                 config.maxInflightPerTask(),
                 config.drainTimeoutMs());
@@ -214,6 +292,9 @@ public final class ShardExecutor implements AutoCloseable {
     }
 
     private void workLoop() {
+        if (gate != null && !gate.enter()) {
+            return;
+        }
         int done = -1;
         while (true) {
             // Report the finished record and take the next without waiting; its slot returns to
@@ -235,10 +316,35 @@ public final class ShardExecutor implements AutoCloseable {
                 return;
             }
             if (slot == NativeScheduler.POLL_NONE) {
+                // Idle and over the limit: give the place up now, not after one more record.
+                if (gate != null && gate.leaveIfOver() && !gate.enter()) {
+                    return;
+                }
                 continue;
             }
             done = run(slot);
+            if (gate != null && gate.leaveIfOver()) {
+                done = completeAndWait(done);
+                if (done == CLOSED) {
+                    return;
+                }
+            }
         }
+    }
+
+    private static final int CLOSED = -2;
+
+    /**
+     * A worker that gave its place up ({@code workers=auto}, the limit came down): completes its
+     * record (it holds no record while it waits) and waits for a place. Returns -1, or {@link
+     * #CLOSED} if the pool closed meanwhile.
+     */
+    private int completeAndWait(int done) {
+        if (done >= 0) {
+            wake(scheduler.complete(done));
+            free.release(done);
+        }
+        return gate.enter() ? -1 : CLOSED;
     }
 
     /**
@@ -247,6 +353,9 @@ public final class ShardExecutor implements AutoCloseable {
      * scheduler, which owes it a wake-up from whichever call makes work ready for it.
      */
     private void parkingLoop() {
+        if (gate != null && !gate.enter()) {
+            return;
+        }
         int done = -1;
         boolean idle = false;
         while (true) {
@@ -265,6 +374,13 @@ public final class ShardExecutor implements AutoCloseable {
             }
             wake(NativeScheduler.polledWakes(polled));
             done = run(NativeScheduler.polledSlot(polled));
+            // Only after a record, never while counted idle by the scheduler.
+            if (gate != null && gate.leaveIfOver()) {
+                done = completeAndWait(done);
+                if (done == CLOSED) {
+                    return;
+                }
+            }
         }
     }
 
@@ -300,9 +416,15 @@ public final class ShardExecutor implements AutoCloseable {
         // InterruptedException) or sent to the idle worker is not this record's: without
         // this, its first sleep or blocking call would fail at once.
         Thread.interrupted();
+        boolean timed = gate != null;
+        long started = timed ? gate.begin() : 0;
         try {
             run.run();
             long retryIn = run instanceof Retriable ? ((Retriable) run).retryDelayNanos() : -1;
+            if (timed) {
+                timed = false;
+                gate.end(started, retryIn >= 0);
+            }
             if (retryIn < 0) {
                 return slot;
             }
@@ -311,6 +433,9 @@ public final class ShardExecutor implements AutoCloseable {
             w.task = task;
             wake(scheduler.retry(slot, retryIn));
         } catch (Throwable e) {
+            if (timed) {
+                gate.end(started, true);
+            }
             // The exception goes to the task's owner only; the scheduler is told where (the
             // offset it holds), never what: no toString() of the application's exception here.
             task.failures.failed(e);
@@ -329,6 +454,9 @@ public final class ShardExecutor implements AutoCloseable {
             all = new ArrayList<>(workers);
         }
         scheduler.shutdown();
+        if (gate != null) {
+            gate.close();
+        }
         if (wakeups != null) {
             // Every parked virtual worker polls once more and hears of the shutdown.
             wakeups.release(all.size());

@@ -303,9 +303,23 @@ public final class NativeScheduler implements AutoCloseable {
         }
     }
 
+    /**
+     * Marks a running record finished without polling (a worker giving its place up
+     * under {@code workers=auto}); the next record of its key becomes runnable. Returns how many
+     * idle workers to wake (external waits; otherwise 0).
+     */
+    public int complete(int slot) {
+        long h = enter();
+        try {
+            return complete(h, slot);
+        } finally {
+            exit();
+        }
+    }
+
     // ---------------------------------------------------------------- for tests only
-    // The product calls none of these four (native/jni/src/for_tests.rs on the native side):
-    // the batch form of the worker's call, a plain complete, and two views of the counters.
+    // The product calls none of these three (native/jni/src/for_tests.rs on the native side):
+    // the batch form of the worker's call and two views of the counters.
 
     /**
      * Completes {@code done[0..doneCount)}, then waits up to {@code timeoutNanos} for runnable
@@ -319,16 +333,6 @@ public final class NativeScheduler implements AutoCloseable {
         }
         try {
             return completeAndPoll(h, done, doneCount, out, timeoutNanos);
-        } finally {
-            exit();
-        }
-    }
-
-    /** Marks a running record finished; the next record of its key becomes runnable. */
-    public void complete(int slot) {
-        long h = enter();
-        try {
-            complete(h, slot);
         } finally {
             exit();
         }
@@ -470,7 +474,7 @@ public final class NativeScheduler implements AutoCloseable {
 
     private static native int completeOneAndPoll(long h, int done, long timeoutNanos);
 
-    private static native void complete(long h, int slot);
+    private static native int complete(long h, int slot);
 
     private static native long pollOrIdle(long h, int done, boolean wasIdle);
 

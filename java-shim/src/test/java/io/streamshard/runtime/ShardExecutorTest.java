@@ -368,6 +368,88 @@ class ShardExecutorTest {
         }
     }
 
+    /** Runs {@code n} records of distinct keys, each {@code millis} long; returns the most that ran at once. */
+    private static int mostAtOnce(ShardExecutor.ShardTask task, long firstOffset, int n, long millis) {
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        for (int i = 0; i < n; i++) {
+            submit(task, 0, firstOffset + i, key(i), () -> {
+                most.accumulateAndGet(running.incrementAndGet(), Math::max);
+                try {
+                    Thread.sleep(millis);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                running.decrementAndGet();
+            });
+        }
+        assertThat(task.drain()).isTrue();
+        return most.get();
+    }
+
+    /** {@code workers=auto}: the limit caps the records running at once, and workers start as it needs them. */
+    @Test
+    void anAdaptiveLimitCapsTheRecordsRunningAtOnce() {
+        AdaptiveLimit limit = new AdaptiveLimit(4, 4, 4, System.nanoTime());
+        try (ShardExecutor ex = new ShardExecutor("capped", kind(), 64, limit, 1_024, 1_024, 30_000)) {
+            ShardExecutor.ShardTask task = ex.register(0, 0, false, NO_FAILURE);
+            assertThat(mostAtOnce(task, 0, 200, 2)).isEqualTo(4);
+            assertThat(ex.liveWorkers()).as("workers started for a limit of 4").isEqualTo(4);
+            assertThat(ex.adaptiveLimit()).isSameAs(limit);
+            task.close(CloseMode.DRAIN);
+        }
+    }
+
+    /**
+     * Failing attempts bring the limit down to its floor, and the workers follow: once the
+     * workers then holding a place have left it, one record runs at a time; records that run
+     * without failing raise it again.
+     */
+    @Test
+    void theWorkersFollowTheLimitDownAndUp() {
+        AdaptiveLimit limit = new AdaptiveLimit(1, 64, 8, System.nanoTime());
+        try (ShardExecutor ex = new ShardExecutor("following", kind(), 64, limit, 1_024, 1_024, 30_000)) {
+            ShardExecutor.ShardTask task = ex.register(0, 0, false, NO_FAILURE);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            // Attempts that fail, as a downstream past its capacity answers, until told to stop.
+            AtomicInteger failing = new AtomicInteger(1);
+            Thread failures = new Thread(() -> {
+                while (failing.get() == 1) {
+                    for (int i = 0; i < 20; i++) {
+                        limit.sample(1_000_000, true, 2);
+                    }
+                    try {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            failures.start();
+            while (limit.limit() > 1 && System.nanoTime() < deadline) {
+                Thread.onSpinWait();
+            }
+            assertThat(limit.limit()).isEqualTo(1);
+            assertThat(limit.lastChange()).contains("attempts failed");
+            mostAtOnce(task, 0, 32, 1); // the workers that held a place leave it after a record
+            assertThat(mostAtOnce(task, 32, 100, 1)).isEqualTo(1);
+            failing.set(0);
+            try {
+                failures.join();
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            int most = 0;
+            for (long offset = 132;
+                    most < 3 && System.nanoTime() < deadline + TimeUnit.SECONDS.toNanos(20);
+                    offset += 200) {
+                most = Math.max(most, mostAtOnce(task, offset, 200, 2));
+            }
+            assertThat(most).as("records at once, the limit raised again").isGreaterThanOrEqualTo(3);
+            task.close(CloseMode.DRAIN);
+        }
+    }
+
     @Test
     void closeStopsTheWorkers() {
         ShardExecutor ex = executor("closing", 3, 8, 8, 1_000);

@@ -3,6 +3,7 @@ package org.apache.kafka.streams.processor.internals;
 import io.streamshard.agent.KafkaVersion;
 import io.streamshard.classify.Classification;
 import io.streamshard.config.StreamShardConfig;
+import io.streamshard.runtime.AdaptiveLimit;
 import io.streamshard.scheduler.NativeLog;
 import io.streamshard.scheduler.SchedulerException;
 import io.streamshard.status.Json;
@@ -148,6 +149,10 @@ final class StreamShardStatus {
                 .field("streamshard_version", VERSION)
                 .field("workers", instance.config.workers())
                 .field("max_inflight", instance.config.maxInflight());
+        AdaptiveLimit limit = instance.executor.adaptiveLimit();
+        if (limit != null) {
+            j.field("workers_limit", limit.limit()).field("workers_limit_change", limit.lastChange());
+        }
         j.key("config").object();
         shown.forEach(j::field);
         j.end();

@@ -1,0 +1,176 @@
+package io.streamshard.examples;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * A downstream with a capacity, for tests and the benchmark of {@code streamshard.workers=auto}:
+ * an HTTP service on loopback that works on {@code capacity} calls at once, each for a fixed
+ * latency, and either queues the calls past its capacity (they wait their turn, as in a server's
+ * accept queue or thread pool) or answers them at once with 429 Too Many Requests. It counts
+ * calls, rejections and the time calls waited in its queue (a histogram of 1 ms buckets), and
+ * its capacity can change while it runs.
+ */
+public final class CapacityService implements AutoCloseable {
+    private static final int BUCKETS = 10_000;
+
+    static {
+        // The JDK's server writes a response's headers and body apart; with Nagle's algorithm the
+        // body then waits for the client's delayed ACK of the headers (40 ms on Linux), which
+        // would add itself to every call's latency. Read when the server's configuration loads.
+        System.setProperty("sun.net.httpserver.nodelay", "true");
+    }
+
+    private final HttpServer server;
+    private final ExecutorService threads;
+    private final long latencyMicros;
+    private final boolean rejects;
+    private final Slots slots;
+    private volatile int capacity;
+    private final AtomicLong served = new AtomicLong();
+    private final AtomicLong rejected = new AtomicLong();
+    /** Queue waits of served calls, by whole milliseconds (the last bucket: that or more). */
+    private final AtomicLongArray waits = new AtomicLongArray(BUCKETS);
+
+    /**
+     * @param capacity calls worked on at once
+     * @param latencyMicros each call's time once worked on
+     * @param rejects past the capacity: true answers 429 at once, false queues
+     */
+    public CapacityService(int capacity, long latencyMicros, boolean rejects) throws IOException {
+        this.capacity = capacity;
+        this.latencyMicros = latencyMicros;
+        this.rejects = rejects;
+        this.slots = new Slots(capacity);
+        this.threads = Executors.newCachedThreadPool(r -> {
+            Thread t = new Thread(r, "capacity-service");
+            t.setDaemon(true);
+            return t;
+        });
+        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 4096);
+        server.createContext("/", this::handle);
+        server.setExecutor(threads);
+        server.start();
+    }
+
+    /** The address to call, {@code http://127.0.0.1:PORT/}. */
+    public String url() {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + "/";
+    }
+
+    private void handle(HttpExchange ex) throws IOException {
+        try (ex) {
+            long arrived = System.nanoTime();
+            int status;
+            if (rejects ? slots.tryAcquire() : acquire()) {
+                long waited = System.nanoTime() - arrived;
+                try {
+                    TimeUnit.MICROSECONDS.sleep(latencyMicros);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    slots.release();
+                }
+                waits.incrementAndGet((int) Math.min(BUCKETS - 1, TimeUnit.NANOSECONDS.toMillis(waited)));
+                served.incrementAndGet();
+                status = 200;
+            } else {
+                rejected.incrementAndGet();
+                status = 429;
+            }
+            byte[] body = (status == 200 ? "ok" : "busy").getBytes(StandardCharsets.UTF_8);
+            ex.sendResponseHeaders(status, body.length);
+            try (OutputStream out = ex.getResponseBody()) {
+                out.write(body);
+            }
+        }
+    }
+
+    /** Fair: queued calls are served in their order of arrival. */
+    private static final class Slots extends Semaphore {
+        Slots(int n) {
+            super(n, true);
+        }
+
+        void reduce(int n) {
+            reducePermits(n);
+        }
+    }
+
+    private boolean acquire() {
+        slots.acquireUninterruptibly();
+        return true;
+    }
+
+    /** Changes the calls worked on at once (those over a lower capacity finish first). */
+    public synchronized void capacity(int n) {
+        int was = capacity;
+        capacity = n;
+        if (n > was) {
+            slots.release(n - was);
+        } else {
+            slots.reduce(was - n);
+        }
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    public long served() {
+        return served.get();
+    }
+
+    public long rejected() {
+        return rejected.get();
+    }
+
+    /** The {@code q}-quantile (0..1) of the queue waits of calls served since the last reset, ms. */
+    public long waitQuantileMs(double q) {
+        long[] counts = new long[BUCKETS];
+        long total = 0;
+        for (int i = 0; i < BUCKETS; i++) {
+            counts[i] = waits.get(i);
+            total += counts[i];
+        }
+        long want = (long) Math.ceil(q * total);
+        long seen = 0;
+        for (int i = 0; i < BUCKETS; i++) {
+            seen += counts[i];
+            if (seen >= want && seen > 0) {
+                return i;
+            }
+        }
+        return 0;
+    }
+
+    /** Forgets the queue waits counted so far. */
+    public void resetWaits() {
+        for (int i = 0; i < BUCKETS; i++) {
+            waits.set(i, 0);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        threads.shutdownNow();
+    }
+
+    @Override
+    public String toString() {
+        return "capacity " + capacity + ", served " + served + ", rejected " + rejected + ", waits p50/p99 "
+                + waitQuantileMs(0.5) + "/" + waitQuantileMs(0.99) + " ms";
+    }
+}

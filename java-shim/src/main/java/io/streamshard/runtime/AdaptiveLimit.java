@@ -1,0 +1,323 @@
+package io.streamshard.runtime;
+
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * {@code streamshard.workers=auto}: how many records of an instance may run at once, sized to
+ * what the slow step's downstream serves. Workers report every attempt ({@link #sample}: its run
+ * time, whether it failed or asked for a retry, and how many records ran at the time); one thread
+ * calls {@link #tick} now and then, which closes a window of samples once it is long enough and
+ * moves the limit.
+ *
+ * <p>The rule is Vegas-like, on the queue the downstream holds for us. With {@code c} records
+ * running and a run time of {@code rtt} against the unloaded run time {@code base}, about {@code
+ * c × (1 − base / rtt)} of them wait in some queue (the service's, or for a CPU) rather than being
+ * served: a service that serves N at once at a fixed latency makes the run time grow by N per
+ * record above N, and the estimate is then exactly the excess. So:
+ *
+ * <ul>
+ *   <li>a window in which 1% or more of the attempts failed (a 429 or 503 past the service's
+ *       capacity, a timeout, anything the retry policy retries) lowers the limit to 0.9 of what
+ *       ran, at once (fewer failures are not taken as a sign of load);
+ *   <li>a queue above {@link #beta} lowers it to what the downstream served ({@code c × base /
+ *       rtt}) plus {@link #alpha}: one window from overload to the knee, not a crawl down;
+ *   <li>a queue below {@link #alpha} raises it, but only if the window used 0.8 of it (a hot
+ *       key, few ready keys or a slow input are no sign that the downstream has room): doubling
+ *       until the first queue or failure (slow start), then by {@code log2(limit)} a window;
+ *   <li>in between it stays, so a steady load does not make it oscillate.
+ * </ul>
+ *
+ * <p>{@code base} is the least window mean of the last {@link #BASE_HORIZON_NANOS} (per-bucket
+ * minima), so a downstream that became slower for good is re-learnt within that time, while the
+ * limit comes down at once meanwhile (the safe side). Held at the knee, every window has its small
+ * queue, and a base re-learnt from them alone would creep up horizon by horizon and the limit with
+ * it; so every {@link #PROBE_EVERY_NANOS} the limit steps down to 3/4 for two windows (the first
+ * lets the records started above it end, the second measures the run time below the knee, which
+ * 3/4 is since the queue is at most a tenth) and then back (about 1% of the throughput). A window lasts at least {@link
+ * #MIN_WINDOW_NANOS} and twice {@code base}, so the records started under the last limit have
+ * ended before it is judged, and holds at least {@link #MIN_SAMPLES} samples (at most {@link
+ * #MAX_WINDOW_NANOS}, then it is judged on what it has, or, with no sample, skipped).
+ *
+ * <p>Why not Netflix's concurrency-limits library: its limiters are per request with the caller
+ * measuring around one call; here the run time is the record's whole parallel chain, samples come
+ * from thousands of workers at once, and the rule needs the scheduler's knowledge of what was
+ * ready (the 0.8 use test). The rule itself is small.
+ */
+public final class AdaptiveLimit {
+    static final long MIN_WINDOW_NANOS = 100_000_000L;
+    static final long MAX_WINDOW_NANOS = 5_000_000_000L;
+    static final int MIN_SAMPLES = 10;
+    static final long BASE_HORIZON_NANOS = 30_000_000_000L;
+    static final int BASE_BUCKETS = 6;
+    /** A change at least this large (up or down, as a share of the old limit) is logged. */
+    static final double LOGGED_CHANGE = 0.25;
+    /** How often the unloaded run time is measured below the knee. */
+    static final long PROBE_EVERY_NANOS = 10_000_000_000L;
+
+    /** Not probing; settling at the probe's limit (the window is not judged); measuring. */
+    private enum Probe {
+        NONE,
+        SETTLING,
+        MEASURING
+    }
+
+    private volatile Probe probe = Probe.NONE;
+    private long lastProbe;
+    /** The limit the probe stepped down from, restored after it. */
+    private int probeFrom;
+
+    private final int min;
+    private final int max;
+    private volatile int limit;
+    /** Whether the limit still doubles (no queue nor failure seen yet). */
+    private boolean slowStart = true;
+
+    // The open window, added to by any worker.
+    private final AtomicLong samples = new AtomicLong();
+    private final AtomicLong okSamples = new AtomicLong();
+    private final AtomicLong okNanos = new AtomicLong();
+    private final AtomicLong failures = new AtomicLong();
+    private final AtomicLong runningSum = new AtomicLong();
+    private long windowStart;
+
+    // The base run time: per-bucket minima of window means (tick thread only).
+    private final long[] bucketMin = new long[BASE_BUCKETS];
+    private final long[] bucketStart = new long[BASE_BUCKETS];
+
+    // The last judged window and change, for metrics, the status and the log.
+    private volatile long lastRttNanos = -1;
+    private volatile long baseNanos = -1;
+    private volatile double lastQueue = -1;
+    private volatile String lastChange = "";
+    private volatile long changes;
+
+    /** What a {@link #tick} that moved the limit did. */
+    public static final class Change {
+        public final int from;
+        public final int to;
+        public final String why;
+        /** A step of the base run time's probe: routine, not logged. */
+        public final boolean probe;
+
+        Change(int from, int to, String why) {
+            this(from, to, why, false);
+        }
+
+        Change(int from, int to, String why, boolean probe) {
+            this.from = from;
+            this.to = to;
+            this.why = why;
+            this.probe = probe;
+        }
+
+        /** Whether it is large enough for one INFO line. */
+        public boolean large() {
+            return !probe && Math.abs(to - from) >= Math.max(1, LOGGED_CHANGE * from);
+        }
+
+        @Override
+        public String toString() {
+            return why + ": " + from + " → " + to;
+        }
+    }
+
+    /**
+     * @param min the floor
+     * @param max the ceiling
+     * @param initial where it starts (clamped to the bounds)
+     * @param now the clock's reading now, ns
+     */
+    public AdaptiveLimit(int min, int max, int initial, long now) {
+        if (min < 1 || max < min) {
+            throw new IllegalArgumentException("bounds " + min + ".." + max);
+        }
+        this.min = min;
+        this.max = max;
+        this.limit = Math.max(min, Math.min(max, initial));
+        this.windowStart = now;
+        this.lastProbe = now;
+        java.util.Arrays.fill(bucketMin, Long.MAX_VALUE);
+        java.util.Arrays.fill(bucketStart, Long.MIN_VALUE);
+    }
+
+    public int limit() {
+        return limit;
+    }
+
+    public int min() {
+        return min;
+    }
+
+    public int max() {
+        return max;
+    }
+
+    /** The last judged window's mean run time of attempts that did not fail, ns; -1 before one. */
+    public long lastRttNanos() {
+        return lastRttNanos;
+    }
+
+    /** The unloaded run time the limit is judged against, ns; -1 before one. */
+    public long baseNanos() {
+        return baseNanos;
+    }
+
+    /** Whether the limit is stepped down for the probe of the unloaded run time now. */
+    public boolean probing() {
+        return probe != Probe.NONE;
+    }
+
+    /** The last change and why, or "" before one. */
+    public String lastChange() {
+        return lastChange;
+    }
+
+    public long changes() {
+        return changes;
+    }
+
+    /**
+     * One attempt ended (any thread).
+     *
+     * @param runNanos how long it ran
+     * @param failed it threw, or asked to be retried
+     * @param running records running when it ended, itself included
+     */
+    public void sample(long runNanos, boolean failed, int running) {
+        samples.incrementAndGet();
+        runningSum.addAndGet(running);
+        if (failed) {
+            failures.incrementAndGet();
+        } else {
+            okSamples.incrementAndGet();
+            okNanos.addAndGet(runNanos);
+        }
+    }
+
+    /**
+     * Closes the window if it is due and moves the limit (one thread only). Returns the change,
+     * or null if there was none.
+     */
+    public Change tick(long now) {
+        long elapsed = now - windowStart;
+        long n = samples.get();
+        long base = baseNanos;
+        long minWindow = Math.max(MIN_WINDOW_NANOS, base > 0 ? 2 * base : 0);
+        if (elapsed < minWindow || (n < MIN_SAMPLES && elapsed < MAX_WINDOW_NANOS)) {
+            return null;
+        }
+        windowStart = now;
+        // Racy against samples landing now: one lands in this window or the next, either is fine.
+        n = samples.getAndSet(0);
+        long ok = okSamples.getAndSet(0);
+        long okSum = okNanos.getAndSet(0);
+        long failed = failures.getAndSet(0);
+        long runningTotal = runningSum.getAndSet(0);
+        if (n == 0) {
+            return null;
+        }
+        double running = (double) runningTotal / n;
+        int old = limit;
+        if (probe == Probe.SETTLING) {
+            probe = Probe.MEASURING;
+            return null;
+        }
+        if (probe == Probe.MEASURING) {
+            probe = Probe.NONE;
+            lastProbe = now;
+            if (ok > 0) {
+                lastRttNanos = okSum / ok;
+                base(now, lastRttNanos);
+            }
+            return set(old, probeFrom, "probe of the unloaded run time over", true);
+        }
+        if (failed > 0 && failed * 100 >= n) {
+            slowStart = false;
+            int to = clamp((int) Math.floor(0.9 * Math.min(old, Math.max(1, running))));
+            return set(old, to, String.format("%d of %d attempts failed", failed, n));
+        }
+        long rtt = okSum / Math.max(1, ok);
+        lastRttNanos = rtt;
+        base = base(now, rtt);
+        double queue = running * (1 - (double) base / Math.max(1, rtt));
+        lastQueue = queue;
+        double ratio = (double) rtt / Math.max(1, base);
+        if (queue > beta(old)) {
+            slowStart = false;
+            int served = (int) Math.floor(running * base / (double) rtt);
+            int to = clamp(Math.min(old - 1, Math.max(old / 2, served + (int) Math.ceil(alpha(old)))));
+            return set(old, to, String.format("latency %.1f× baseline", ratio));
+        }
+        if (queue < alpha(old) && running >= 0.8 * old && old < max) {
+            int to = clamp(slowStart ? 2 * old : old + Math.max(1, 31 - Integer.numberOfLeadingZeros(old)));
+            return set(
+                    old,
+                    to,
+                    String.format(
+                            slowStart
+                                    ? "no queue (latency %.2f× baseline), starting"
+                                    : "no queue (latency %.2f× baseline)",
+                            ratio));
+        }
+        if (queue >= alpha(old)) {
+            slowStart = false;
+        }
+        if (!slowStart && now - lastProbe >= PROBE_EVERY_NANOS && old > min) {
+            probe = Probe.SETTLING;
+            probeFrom = old;
+            return set(old, clamp(Math.max(1, 3 * old / 4)), "probing the unloaded run time", true);
+        }
+        return null;
+    }
+
+    /** The queue below which the limit may grow: 1, or 1/32 of the limit. */
+    static double alpha(int limit) {
+        return Math.max(1, limit / 32.0);
+    }
+
+    /** The queue above which the limit comes down: 3, or 1/10 of the limit. */
+    static double beta(int limit) {
+        return Math.max(3, limit / 10.0);
+    }
+
+    private int clamp(int v) {
+        return Math.max(min, Math.min(max, v));
+    }
+
+    private Change set(int from, int to, String why) {
+        return set(from, to, why, false);
+    }
+
+    private Change set(int from, int to, String why, boolean probeStep) {
+        if (to == from) {
+            return null;
+        }
+        Change c = new Change(from, to, why, probeStep);
+        if (!probeStep) {
+            changes++;
+            lastChange = c.toString();
+        }
+        limit = to; // last: whoever reads the new limit reads its reason too
+        return c;
+    }
+
+    /** Folds the window's mean into its bucket; returns the least over the horizon. */
+    private long base(long now, long rtt) {
+        long bucketNanos = BASE_HORIZON_NANOS / BASE_BUCKETS;
+        int b = (int) Math.floorMod(now / bucketNanos, (long) BASE_BUCKETS);
+        long start = now - Math.floorMod(now, bucketNanos);
+        if (bucketStart[b] != start) {
+            bucketStart[b] = start;
+            bucketMin[b] = Long.MAX_VALUE;
+        }
+        bucketMin[b] = Math.min(bucketMin[b], rtt);
+        long least = Long.MAX_VALUE;
+        for (int i = 0; i < BASE_BUCKETS; i++) {
+            if (bucketStart[i] > now - BASE_HORIZON_NANOS) {
+                least = Math.min(least, bucketMin[i]);
+            }
+        }
+        baseNanos = least;
+        return least;
+    }
+}

@@ -1,0 +1,252 @@
+package io.streamshard.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The rule of {@code workers=auto} against a simulated downstream: a service that serves {@code
+ * capacity} calls at once in {@code serviceNanos} each and queues the rest (or rejects them at
+ * once), called by as many records as the limit and the ready keys allow. The integration test
+ * ({@code AdaptiveWorkersIT}) runs the same against a real HTTP service and a real app.
+ */
+class AdaptiveLimitTest {
+    private static final long MS = 1_000_000L;
+
+    /** The simulated downstream and the records' supply. */
+    private static final class Service {
+        int capacity;
+        final long serviceNanos;
+        /** Past its capacity: true answers at once with an error (429), false queues. */
+        final boolean rejects;
+        /** The most records ready at once (distinct keys with work). */
+        int readyKeys = Integer.MAX_VALUE;
+
+        Service(int capacity, long serviceNanos, boolean rejects) {
+            this.capacity = capacity;
+            this.serviceNanos = serviceNanos;
+            this.rejects = rejects;
+        }
+    }
+
+    /** What one window looked like: the limit after it, the records' mean run time in it. */
+    static final class Window {
+        final int limit;
+        final long rttNanos;
+        final boolean probing;
+
+        Window(int limit, long rttNanos, boolean probing) {
+            this.limit = limit;
+            this.rttNanos = rttNanos;
+            this.probing = probing;
+        }
+
+        @Override
+        public String toString() {
+            return limit + (probing ? " (probing)" : "") + " at " + rttNanos / 1000 + " µs";
+        }
+
+        int limit() {
+            return limit;
+        }
+
+        long rttNanos() {
+            return rttNanos;
+        }
+    }
+
+    private long now;
+
+    /** Runs {@code windows} windows: feeds each one's samples, then ticks once it is due. */
+    private List<Window> run(AdaptiveLimit l, Service s, int windows) {
+        List<Window> seen = new ArrayList<>();
+        for (int w = 0; w < windows; w++) {
+            int running = Math.min(l.limit(), s.readyKeys);
+            long length = Math.max(AdaptiveLimit.MIN_WINDOW_NANOS, 2 * Math.max(l.baseNanos(), 0));
+            long rtt;
+            long calls;
+            long rejected = 0;
+            if (s.rejects) {
+                rtt = s.serviceNanos;
+                calls = Math.max(1, running * length / rtt);
+                rejected = running > s.capacity ? calls * (running - s.capacity) / running : 0;
+            } else {
+                // Served `capacity` at a time: the run time grows with the queue in front.
+                rtt = Math.max(s.serviceNanos, s.serviceNanos * running / s.capacity);
+                calls = Math.max(1, running * length / rtt);
+            }
+            for (long i = 0; i < calls; i++) {
+                boolean failed = i < rejected;
+                l.sample(failed ? MS / 10 : rtt, failed, running);
+            }
+            now += length;
+            l.tick(now);
+            seen.add(new Window(l.limit(), rtt, l.probing()));
+        }
+        return seen;
+    }
+
+    /** The windows outside the probes of the unloaded run time. */
+    private static List<Window> steady(List<Window> w) {
+        return w.stream().filter(x -> !x.probing).collect(java.util.stream.Collectors.toList());
+    }
+
+    private AdaptiveLimit limit(int max) {
+        return new AdaptiveLimit(1, max, 2, now);
+    }
+
+    @Test
+    void settlesWithinFifteenPercentOfWhatTheServiceServesAndStaysThere() {
+        Service s = new Service(50, 20 * MS, false);
+        AdaptiveLimit l = limit(4096);
+        // A minute: twice the base's horizon, past which a base learnt from the queue's windows
+        // would creep up.
+        List<Window> w = run(l, s, 600);
+        List<Window> settled = steady(w.subList(100, 600));
+        assertThat(w.subList(100, 600).stream().filter(x -> x.probing).count())
+                .as("windows probing the unloaded run time: two per 10 s of 0.1 s windows")
+                .isBetween(6L, 12L);
+        assertThat(settled).allSatisfy(x -> {
+            assertThat(x.limit()).isBetween(43, 57);
+            // The service's own queue: its latency within 1.5 times its unloaded one.
+            assertThat(x.rttNanos()).isLessThanOrEqualTo(30 * MS);
+        });
+        long distinct = settled.stream().mapToInt(Window::limit).distinct().count();
+        assertThat(distinct).as("a steady load does not make it oscillate").isLessThanOrEqualTo(2);
+    }
+
+    @Test
+    void followsACapacityThatHalvesWithinAFewWindowsAndGrowsBackWhenItReturns() {
+        Service s = new Service(200, 20 * MS, false);
+        AdaptiveLimit l = limit(4096);
+        run(l, s, 200);
+        assertThat(outOfProbe(l, s)).isBetween(170, 230);
+        s.capacity = 100;
+        List<Window> after = steady(run(l, s, 4));
+        assertThat(after.get(after.size() - 1).limit()).isBetween(85, 115);
+        assertThat(l.lastChange()).contains("latency").contains("baseline");
+        s.capacity = 200;
+        run(l, s, 200);
+        assertThat(outOfProbe(l, s)).isBetween(170, 230);
+    }
+
+    /** Runs windows until no probe is on; returns the limit. */
+    private int outOfProbe(AdaptiveLimit l, Service s) {
+        while (l.probing()) {
+            run(l, s, 1);
+        }
+        return l.limit();
+    }
+
+    @Test
+    void aServiceThatRejectsPastItsCapacityKeepsTheLimitNearIt() {
+        Service s = new Service(50, 20 * MS, true);
+        AdaptiveLimit l = limit(4096);
+        List<Window> w = run(l, s, 400);
+        double mean =
+                w.subList(100, 400).stream().mapToInt(Window::limit).average().orElseThrow();
+        assertThat(mean).isBetween(42.5, 57.5);
+        assertThat(steady(w.subList(100, 400)))
+                .allSatisfy(x -> assertThat(x.limit()).isBetween(40, 60));
+        assertThat(l.changes()).isPositive();
+    }
+
+    @Test
+    void aHotKeyIsNoSignOfRoom() {
+        Service s = new Service(1000, 20 * MS, false);
+        s.readyKeys = 1;
+        AdaptiveLimit l = limit(4096);
+        run(l, s, 100);
+        assertThat(l.limit())
+                .as("one key ready: the limit never used, so never raised")
+                .isEqualTo(2);
+        s.readyKeys = Integer.MAX_VALUE;
+        run(l, s, 100);
+        assertThat(l.limit()).isBetween(850, 1150);
+    }
+
+    @Test
+    void cpuBoundWorkSettlesNearTheCores() {
+        // Two cores: a record's run time grows with every runnable record past two.
+        Service s = new Service(2, MS, false);
+        AdaptiveLimit l = limit(4096);
+        List<Window> w = run(l, s, 200);
+        assertThat(steady(w.subList(50, 200)))
+                .allSatisfy(x -> assertThat(x.limit()).isBetween(2, 5));
+    }
+
+    @Test
+    void slowCallsReachThousandsWithinSeconds() {
+        Service s = new Service(4096, 200 * MS, false);
+        long start = now;
+        AdaptiveLimit l = limit(4096);
+        int windows = 0;
+        while (l.limit() < 4096 && windows < 100) {
+            run(l, s, 1);
+            windows++;
+        }
+        assertThat(l.limit()).isEqualTo(4096);
+        assertThat((now - start) / MS)
+                .as("ms to reach 4,096 from 2 at 200 ms a call")
+                .isLessThan(6_000);
+    }
+
+    @Test
+    void staysWithinItsBoundsAndLogsOnlyLargeChanges() {
+        Service s = new Service(10_000, 20 * MS, false);
+        AdaptiveLimit l = new AdaptiveLimit(8, 100, 2, now);
+        assertThat(l.limit()).as("starts at the floor at least").isEqualTo(8);
+        run(l, s, 100);
+        assertThat(l.limit()).isEqualTo(100);
+        s.capacity = 1;
+        run(l, s, 50);
+        assertThat(l.limit()).isEqualTo(8);
+        assertThat(new AdaptiveLimit.Change(100, 80, "x").large()).isFalse();
+        assertThat(new AdaptiveLimit.Change(100, 75, "x").large()).isTrue();
+        assertThat(new AdaptiveLimit.Change(2, 4, "x").large()).isTrue();
+        assertThatThrownBy(() -> new AdaptiveLimit(0, 10, 1, 0)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new AdaptiveLimit(10, 5, 1, 0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aFewFailuresAreNoSignOfLoad() {
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 100, now);
+        for (int i = 0; i < 1_000; i++) {
+            l.sample(20 * MS, i == 0, 100);
+        }
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        l.tick(now);
+        assertThat(l.limit()).as("1 in 1,000 failed").isGreaterThanOrEqualTo(100);
+        for (int i = 0; i < 1_000; i++) {
+            l.sample(20 * MS, i < 20, 100);
+        }
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        l.tick(now);
+        assertThat(l.limit()).as("2% failed").isEqualTo(90);
+        assertThat(l.lastChange()).isEqualTo("20 of 1000 attempts failed: 200 → 90");
+    }
+
+    @Test
+    void aWindowWaitsForEnoughSamplesAndTwiceTheBaseRunTime() {
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 4, now);
+        for (int i = 0; i < AdaptiveLimit.MIN_SAMPLES - 1; i++) {
+            l.sample(200 * MS, false, 4);
+        }
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        assertThat(l.tick(now)).as("too few samples").isNull();
+        l.sample(200 * MS, false, 4);
+        assertThat(l.tick(now)).isNotNull();
+        assertThat(l.limit()).isEqualTo(8);
+        for (int i = 0; i < 100; i++) {
+            l.sample(200 * MS, false, 8);
+        }
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        assertThat(l.tick(now)).as("shorter than twice the base").isNull();
+        now += 3 * AdaptiveLimit.MIN_WINDOW_NANOS;
+        assertThat(l.tick(now)).isNotNull();
+        assertThat(l.limit()).isEqualTo(16);
+    }
+}
