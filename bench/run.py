@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +41,9 @@ SLOW_LATENCIES_US = [5_000, 50_000, 200_000, 500_000]
 SLOW_WORKERS = [64, 1024, 4096, 10000]
 # The slow service of http:<µs> work (bench/apps SlowService, its own JVM, no agent).
 SERVICE_PORT = int(os.environ.get("BENCH_SERVICE_PORT", "18089"))
+# The service with a capacity of the workers=auto scenario (examples' CapacityService, its own JVM).
+CAPACITY_PORT = int(os.environ.get("BENCH_CAPACITY_PORT", "18090"))
+CAPACITY_WORKERS = [16, 32, 50, 64, 128, 1024]
 
 
 @dataclass
@@ -65,6 +69,8 @@ class Scenario:
     # record per stream thread, the others min(workers, keys) / latency), at least 400 (stock 40),
     # at most `records`.
     seconds: float = 0
+    # > 0: the http: calls go to a service that works on this many at once and queues the rest.
+    capacity: int = 0
 
 
 def scenarios(quick):
@@ -164,6 +170,14 @@ def scenarios(quick):
                  "uniform", 4096, n(200000, 400),
                  [] if quick else ["streamshard", "streamshard-drain", "streamshard-virtual"], shape="join",
                  commit_ms=1000, note="As eos-200ms, at-least-once with commit.interval.ms = 1 s."),
+        # workers=auto (issue 38): a service that works on 50 calls at once, 20 ms each, and queues
+        # the rest (2,500 calls/s at most); fixed worker counts swept, then auto.
+        Scenario("capacity", "A downstream with a capacity: an HTTP call to a service that works on 50 calls at "
+                 "once for 20 ms each and queues the rest (2,500 calls/s at most), 4 partitions, 10,000 uniform "
+                 "keys", "http:20000", 4, 10000, "uniform", 0, n(60000, 2000),
+                 [] if quick else ["streamshard", "streamshard-auto"], sweep=CAPACITY_WORKERS, capacity=50,
+                 note="streamshard-auto: streamshard.workers=auto (workers.max 4,096). The service's queue wait is "
+                 "what every caller of it waits before its call is worked on."),
     ] + [
         # Slow calls (issue 36): latency × concurrency, each run against its ideal line. 1,000,000
         # uniform keys, so that per-key order is no bound at 10,000 in flight and the input's last
@@ -228,7 +242,7 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     elif engine.endswith("+otel-last"):
         agent = agent + ["-javaagent:" + OTEL_AGENT] + OTEL_OPTS
     if s.work.startswith("http:"):
-        java.append(f"-Dbench.service.url=http://127.0.0.1:{SERVICE_PORT}/")
+        java.append(f"-Dbench.service.url=http://127.0.0.1:{CAPACITY_PORT if s.capacity else SERVICE_PORT}/")
     java.append("-Dbench.thread.cpu=true")
     if status_port:
         java.append(f"-Dbench.status.listener=127.0.0.1:{status_port}")
@@ -343,7 +357,9 @@ def ideal_rate(s, engine, workers):
 
 def sweep_points(s, engine):
     """The worker counts a sweep runs an engine at: stock once (it has no workers), platform
-    threads up to what streamshard and Parallel Consumer take."""
+    threads up to what streamshard and Parallel Consumer take; auto once."""
+    if engine == "streamshard-auto":
+        return ["auto"]
     if not s.seconds:
         return s.sweep or [s.workers]
     if engine.startswith("stock"):
@@ -376,6 +392,8 @@ def run_one(s, engine, workers, out_dir, quick):
     load("produce", "--topic", inp, "--records", records, "--keys", s.keys, "--dist", s.dist, "--payload",
          s.payload, "--seed", 42, "--state", state)
 
+    if s.capacity:
+        service_get("reset")
     logf = open(os.path.join(out_dir, "logs", run + ".log"), "w")
     started = time.time()
     status_port = free_port() if engine == "streamshard+status" else None
@@ -399,6 +417,9 @@ def run_one(s, engine, workers, out_dir, quick):
         wait_internal(s, run, int(timeout), engine, logf)
         backlog_s = time.time() - started
         result["backlog_s"] = round(backlog_s, 1)
+        if s.capacity:
+            stats = service_get("stats")
+            result.update(service_wait_p50_ms=stats["wait_p50_ms"], service_wait_p99_ms=stats["wait_p99_ms"])
         # A paced tail at half the rate the app reached (startup included, so below capacity) for
         # the end-to-end latency: the backlog's records only measure queueing.
         rate = max(10, int(0.5 * records / backlog_s))
@@ -430,6 +451,9 @@ def run_one(s, engine, workers, out_dir, quick):
             app.wait()
         logf.close()
     result.update(threads_cpu_per_record(logf.name, records))
+    limits = limit_series(logf.name)
+    if limits:
+        result["limit_series"] = limits
     args = ["verify", "--input", inp, "--output", out, "--latency-after-us", tail_from_us]
     if s.shape == "fk":
         args += ["--table"]  # its counts are per product: not checkable against the input's keys
@@ -445,6 +469,24 @@ def run_one(s, engine, workers, out_dir, quick):
         + (f"status cpu={result.get('status_cpu_s')} s polls={result.get('status_polls')} " if watcher else "") +
         f"verify={'ok' if summary.get('ok') else 'FAILED ' + json.dumps(summary)}")
     return result
+
+
+def service_get(path):
+    """GET /<path> of the capacity service: its JSON answer."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{CAPACITY_PORT}/{path}", timeout=10) as r:
+        return json.loads(r.read().decode())
+
+
+def limit_series(log_path):
+    """streamshard.workers=auto: [records done, limit] every half second from BenchApp's lines (empty
+    without)."""
+    series = []
+    with open(log_path) as f:
+        for line in f:
+            if line.startswith("bench thread cpu:") and " limit=" in line:
+                p = dict(kv.split("=") for kv in line.split(":", 1)[1].split())
+                series.append([int(p["records"]), int(p["limit"])])
+    return series
 
 
 def threads_cpu_per_record(log_path, records):
@@ -518,6 +560,7 @@ def markdown(results, scns, quick, elapsed):
                          f"{fmt(v.get('rate_mid80_rps'))} | {fmt(r.get('p50_ms'))} | {fmt(r.get('p99_ms'))} | {fmt(r.get('cpu_s'), 1)} | "
                          f"{threads_cpu(r)} | {threads_bytes(r)} | {fmt(r.get('peak_rss_mb'))} | {ok} |")
     lines += slow_table(results, scns)
+    lines += capacity_table(results, scns)
     lines += ["", "Scenarios:", ""]
     for s in scns:
         bound = per_key_bound(results, s)
@@ -533,6 +576,56 @@ def markdown(results, scns, quick, elapsed):
 
 
 SLOW_ENGINES = ["stock", "streamshard", "streamshard-virtual", "pc"]
+
+
+def settled_limit(r):
+    """auto: the median limit while the backlog's middle (20% to 90% of its records) ran."""
+    v = sorted(lim for done, lim in r.get("limit_series", []) if 0.2 * r["records"] <= done <= 0.9 * r["records"])
+    return v[len(v) // 2] if v else None
+
+
+def capacity_table(results, scns):
+    """workers=auto against fixed counts on the service with a capacity."""
+    lines = []
+    for s in [s for s in scns if s.capacity and any(r["scenario"] == s.name for r in results)]:
+        rows = [r for r in results if r["scenario"] == s.name]
+        best = max((r.get("rate_rps") or 0 for r in rows if r["engine"] == "streamshard"), default=0)
+        unloaded = int(s.work.split(":")[1]) / 1000
+        lines += ["", f"A downstream with a capacity ({s.capacity} calls at once, {unloaded:g} ms each, the rest "
+                  f"queued): records/s, against the best fixed count, and the service's queue wait", "",
+                  "| workers | records/s | of the best fixed | service queue wait p50 / p99 ms | limit settled at |",
+                  "|---|---:|---:|---:|---:|"]
+        for r in rows:
+            rate = r.get("rate_rps")
+            lines.append(f"| {r['workers']} | {fmt(rate)} | {rate / best:.2f} | " if rate and best else
+                         f"| {r['workers']} | {fmt(rate)} | | ")
+            lines[-1] += (f"{fmt(r.get('service_wait_p50_ms'))} / {fmt(r.get('service_wait_p99_ms'))} | "
+                          f"{fmt(settled_limit(r))} |")
+    return lines
+
+
+def capacity_chart(results, scns, path):
+    """workers=auto: its limit over the run, against the service's capacity."""
+    runs = [(s, r) for s in scns if s.capacity for r in results
+            if r["scenario"] == s.name and r.get("limit_series")]
+    if not runs:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for s, r in runs:
+        v = [lim for _, lim in r["limit_series"]]
+        ax.plot([i * 0.5 for i in range(len(v))], v, label=f"{s.name}: workers=auto limit")
+        ax.axhline(s.capacity, color="#888888", linestyle="--", label=f"the service's capacity ({s.capacity})")
+    ax.set_xlabel("seconds since the app started")
+    ax.set_ylabel("records running at once (limit)")
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def slow_table(results, scns):
@@ -650,6 +743,7 @@ def write_reports(results, scns, quick, elapsed, out):
         f.write(markdown(results, scns, quick, elapsed))
     chart(results, scns, os.path.join(out, "results.png"))
     slow_chart(results, scns, os.path.join(out, "results-slow.png"))
+    capacity_chart(results, scns, os.path.join(out, "results-capacity.png"))
 
 
 def main():
@@ -693,7 +787,14 @@ def main():
     began = time.time()
     results = []
     service = None
-    if any(s.work.startswith("http:") for s in scns):
+    capacity = None
+    cap = next((s for s in scns if s.capacity and s.engines), None)
+    if cap:
+        capacity = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath("apps"), "io.streamshard.examples.CapacityService",
+                                     str(CAPACITY_PORT), str(cap.capacity), cap.work.split(":")[1]],
+                                    stdout=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(2)
+    if any(s.work.startswith("http:") and not s.capacity for s in scns):
         service = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath("apps"), "io.streamshard.bench.SlowService",
                                     str(SERVICE_PORT)], stdout=subprocess.DEVNULL, start_new_session=True)
         time.sleep(2)
@@ -712,9 +813,10 @@ def main():
                     log(f"{s.name} {engine} w={workers} FAILED: {e}")
                     results.append({"scenario": s.name, "engine": engine, "workers": workers,
                                     "records": s.records, "error": str(e)})
-    if service:
-        os.killpg(service.pid, signal.SIGTERM)
-        service.wait()
+    for p in (service, capacity):
+        if p:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait()
     elapsed = time.time() - began
     saved_path = os.path.join(a.out, "results.json")
     if a.merge and not os.path.exists(saved_path):

@@ -49,6 +49,11 @@ public final class CapacityService implements AutoCloseable {
      * @param rejects past the capacity: true answers 429 at once, false queues
      */
     public CapacityService(int capacity, long latencyMicros, boolean rejects) throws IOException {
+        this(capacity, latencyMicros, rejects, 0);
+    }
+
+    /** As above, on {@code port} (0: a free one). */
+    public CapacityService(int capacity, long latencyMicros, boolean rejects, int port) throws IOException {
         this.capacity = capacity;
         this.latencyMicros = latencyMicros;
         this.rejects = rejects;
@@ -58,8 +63,13 @@ public final class CapacityService implements AutoCloseable {
             t.setDaemon(true);
             return t;
         });
-        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 4096);
+        this.server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 4096);
         server.createContext("/", this::handle);
+        server.createContext("/stats", ex -> reply(ex, 200, stats()));
+        server.createContext("/reset", ex -> {
+            resetWaits();
+            reply(ex, 200, "{}");
+        });
         server.setExecutor(threads);
         server.start();
     }
@@ -89,12 +99,35 @@ public final class CapacityService implements AutoCloseable {
                 rejected.incrementAndGet();
                 status = 429;
             }
-            byte[] body = (status == 200 ? "ok" : "busy").getBytes(StandardCharsets.UTF_8);
-            ex.sendResponseHeaders(status, body.length);
-            try (OutputStream out = ex.getResponseBody()) {
-                out.write(body);
-            }
+            reply(ex, status, status == 200 ? "ok" : "busy");
         }
+    }
+
+    private static void reply(HttpExchange ex, int status, String text) throws IOException {
+        byte[] body = text.getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(status, body.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(body);
+        }
+    }
+
+    /** What {@code GET /stats} answers: served and rejected calls, and the queue waits' p50 and p99, ms. */
+    public String stats() {
+        return String.format(
+                "{\"capacity\": %d, \"served\": %d, \"rejected\": %d, \"wait_p50_ms\": %d, \"wait_p99_ms\": %d}",
+                capacity, served.get(), rejected.get(), waitQuantileMs(0.5), waitQuantileMs(0.99));
+    }
+
+    /**
+     * {@code CapacityService <port> <capacity> <latency µs> [queue|reject]}: serves on 127.0.0.1 until
+     * killed; {@code GET /stats} and {@code GET /reset} (the queue waits) beside the calls.
+     */
+    public static void main(String[] args) throws Exception {
+        int port = Integer.parseInt(args[0]);
+        CapacityService s = new CapacityService(
+                Integer.parseInt(args[1]), Long.parseLong(args[2]), args.length > 3 && args[3].equals("reject"), port);
+        System.out.println("capacity service on " + s.url() + ": " + s);
+        Thread.currentThread().join();
     }
 
     /** Fair: queued calls are served in their order of arrival. */

@@ -19,11 +19,15 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>a window in which 1% or more of the attempts failed (a 429 or 503 past the service's
  *       capacity, a timeout, anything the retry policy retries) lowers the limit to 0.9 of what
  *       ran, at once (fewer failures are not taken as a sign of load);
- *   <li>a queue above {@link #beta} lowers it to what the downstream served ({@code c × base /
- *       rtt}) plus {@link #alpha}: one window from overload to the knee, not a crawl down;
- *   <li>a queue below {@link #alpha} raises it, but only if the window used 0.8 of it (a hot
- *       key, few ready keys or a slow input are no sign that the downstream has room): doubling
- *       until the first queue or failure (slow start), then by {@code log2(limit)} a window;
+ *   <li>a queue above {@link #beta} in two windows in a row, or above twice it in one, lowers it
+ *       to what the downstream served ({@code c × base / rtt}) plus {@link #alpha}, by a quarter at
+ *       most (a young JVM's JIT slows every record for seconds): from overload to the knee in a
+ *       few windows, not a crawl down, while one noisy window (a GC pause, a core taken
+ *       by something else) moves nothing;
+ *   <li>a queue below {@link #alpha} raises it by {@code log2(limit)} a window, but only if the
+ *       window used 0.8 of it (a hot key, few ready keys or a slow input are no sign that the
+ *       downstream has room); at the start it doubles while the queue stays at most {@link #beta}
+ *       (slow start, ended by the first decrease: an overshoot comes back down in a window);
  *   <li>in between it stays, so a steady load does not make it oscillate.
  * </ul>
  *
@@ -71,6 +75,8 @@ public final class AdaptiveLimit {
     private volatile int limit;
     /** Whether the limit still doubles (no queue nor failure seen yet). */
     private boolean slowStart = true;
+    /** Windows in a row whose queue was above {@link #beta} but not twice it. */
+    private int overBeta;
 
     // The open window, added to by any worker.
     private final AtomicLong samples = new AtomicLong();
@@ -242,13 +248,20 @@ public final class AdaptiveLimit {
         double queue = running * (1 - (double) base / Math.max(1, rtt));
         lastQueue = queue;
         double ratio = (double) rtt / Math.max(1, base);
+        if (queue > beta(old) && ++overBeta < 2 && queue <= 2 * beta(old)) {
+            // One window a little over: noise (a GC pause, a core taken) as often as load.
+            return null;
+        }
         if (queue > beta(old)) {
+            overBeta = 0;
             slowStart = false;
             int served = (int) Math.floor(running * base / (double) rtt);
-            int to = clamp(Math.min(old - 1, Math.max(old / 2, served + (int) Math.ceil(alpha(old)))));
+            int to = clamp(Math.min(old - 1, Math.max(3 * old / 4, served + (int) Math.ceil(alpha(old)))));
             return set(old, to, String.format("latency %.1f× baseline", ratio));
         }
-        if (queue < alpha(old) && running >= 0.8 * old && old < max) {
+        // Slow start doubles while the queue stays below beta (a young JVM's noise must not end
+        // it at a tenth of the way); later the limit grows only with no queue at all.
+        if ((slowStart ? queue <= beta(old) : queue < alpha(old)) && running >= 0.8 * old && old < max) {
             int to = clamp(slowStart ? 2 * old : old + Math.max(1, 31 - Integer.numberOfLeadingZeros(old)));
             return set(
                     old,
@@ -259,9 +272,7 @@ public final class AdaptiveLimit {
                                     : "no queue (latency %.2f× baseline)",
                             ratio));
         }
-        if (queue >= alpha(old)) {
-            slowStart = false;
-        }
+        overBeta = 0;
         if (!slowStart && now - lastProbe >= PROBE_EVERY_NANOS && old > min) {
             probe = Probe.SETTLING;
             probeFrom = old;

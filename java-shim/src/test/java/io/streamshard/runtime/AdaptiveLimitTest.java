@@ -212,6 +212,33 @@ class AdaptiveLimitTest {
     }
 
     @Test
+    void oneNoisyWindowMovesNothingTwoDo() {
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 50, now);
+        window(l, 20 * MS, 50); // the base; no queue: up
+        int settled = l.limit();
+        window(l, 20 * MS, settled / 2); // unused: stays
+        assertThat(l.limit()).isEqualTo(settled);
+        // A queue of about 13 of 100 (above a tenth, below twice that): once is noise, twice is load.
+        window(l, 23 * MS, settled);
+        assertThat(l.limit()).isEqualTo(settled);
+        window(l, 23 * MS, settled);
+        assertThat(l.limit()).isLessThan(settled);
+        // Far over, once: at once.
+        int before = l.limit();
+        window(l, 60 * MS, before);
+        assertThat(l.limit()).isLessThan(before);
+    }
+
+    /** One window of 100 samples at {@code rtt} with {@code running} records running, then its tick. */
+    private void window(AdaptiveLimit l, long rtt, int running) {
+        for (int i = 0; i < 100; i++) {
+            l.sample(rtt, false, running);
+        }
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        l.tick(now);
+    }
+
+    @Test
     void aFewFailuresAreNoSignOfLoad() {
         AdaptiveLimit l = new AdaptiveLimit(1, 4096, 100, now);
         for (int i = 0; i < 1_000; i++) {

@@ -191,6 +191,24 @@ public final class BenchApp {
      * takes the steady part of the run (Linux keeps 15 characters of a thread's name, so /proc
      * cannot tell these threads apart).
      */
+    /** The app, for {@link #limit} (set once it is built). */
+    static volatile KafkaStreams app;
+
+    /** {@code " limit=N"}: with streamshard.workers=auto, its limit now; else empty. */
+    static String limit() {
+        KafkaStreams s = app;
+        if (s == null) {
+            return "";
+        }
+        for (var e : s.metrics().entrySet()) {
+            if (e.getKey().name().equals("workers-limit") && e.getKey().group().equals("streamshard-metrics")) {
+                Object v = e.getValue().metricValue();
+                return v instanceof Number ? " limit=" + ((Number) v).intValue() : "";
+            }
+        }
+        return "";
+    }
+
     static void printThreadCpu() {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         Thread t = new Thread(
@@ -210,8 +228,8 @@ public final class BenchApp {
                         long[] stream = sums(mx, roles[0]);
                         long[] workers = sums(mx, roles[1]);
                         System.out.printf(
-                                "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%n",
-                                records, stream[0] / 1e9, workers[0] / 1e9, stream[1], workers[1]);
+                                "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%s%n",
+                                records, stream[0] / 1e9, workers[0] / 1e9, stream[1], workers[1], limit());
                         try {
                             Thread.sleep(500);
                         } catch (InterruptedException e) {
@@ -296,6 +314,7 @@ public final class BenchApp {
         String counts = args[4].equals("-") ? null : args[4];
         String shape = args.length > 9 ? args[9] : "copy";
         KafkaStreams streams = new KafkaStreams(topology(shape, args[2], args[3], counts, work), p);
+        app = streams;
         CountDownLatch done = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close();
