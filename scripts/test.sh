@@ -53,8 +53,9 @@ NEWEST_ITS="$OLDEST_ITS,DeadLetterQueueIT,RetryIT,CachedStoreIT"
 # the default Kafka Streams: per-key order and no lost record (ParallelIT), kill -9 and restart
 # (CrashIT), exactly-once with a serial region (EosSerialRegionIT), rebalances and dirty closes
 # (RebalanceIT), retries waiting on their key's lane (RetryIT), drains before punctuation
-# (PunctuatorIT).
-VIRTUAL_ITS="ParallelIT,CrashIT,EosSerialRegionIT,RebalanceIT,RetryIT,PunctuatorIT"
+# (PunctuatorIT), and workers=auto following a capacity that halves (virtual workers give their
+# place up without polling; AdaptiveWorkersIT's one exactly-once run).
+VIRTUAL_ITS="ParallelIT,CrashIT,EosSerialRegionIT,RebalanceIT,RetryIT,PunctuatorIT,AdaptiveWorkersIT#follows*"
 JDK25="${STREAMSHARD_JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 # --full: every integration test on every other tested version.
 FULL_VERSIONS="3.9.2 4.0.2 4.1.2 4.2.2 4.4.0"

@@ -215,6 +215,7 @@ public final class StreamShardInstances {
                     clientId);
         }
         if (WorkerThreads.of(cfg) == WorkerThreads.PLATFORM
+                && !cfg.workersAuto()
                 && cfg.workers() >= 1024
                 && WorkerThreads.virtualAvailable()) {
             LOG.info(
@@ -224,7 +225,8 @@ public final class StreamShardInstances {
                     StreamShardConfig.WORKER_THREADS);
         }
         LOG.info(
-                "streamshard: {} {} workers for {}",
+                "streamshard: {}{} {} workers for {}",
+                cfg.workersAuto() ? StreamShardConfig.WORKERS + "=" + StreamShardConfig.AUTO + ", up to " : "",
                 cfg.workers(),
                 WorkerThreads.of(cfg).name().toLowerCase(Locale.ROOT),
                 clientId);
