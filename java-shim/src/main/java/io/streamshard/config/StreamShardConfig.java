@@ -138,7 +138,10 @@ public final class StreamShardConfig extends AbstractConfig {
                     Importance.MEDIUM,
                     "How long a commit, punctuation, revocation or close waits for a task's "
                             + "unfinished records. Must be below max.poll.interval.ms. A drain that "
-                            + "times out fails the StreamThread; it never commits past unfinished work.")
+                            + "times out fails the StreamThread; it never commits past unfinished work. "
+                            + "With streamshard.commit.wait=none, once one record has held a task's "
+                            + "commits back this long, the next commit waits for it like a drain (a call "
+                            + "that never answers fails the StreamThread rather than holding the task).")
             .define(
                     COMMIT_WAIT,
                     Type.STRING,

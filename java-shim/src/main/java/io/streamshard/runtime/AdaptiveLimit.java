@@ -24,7 +24,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       most (a young JVM's JIT slows every record for seconds): from overload to the knee in a
  *       few windows, not a crawl down, while one noisy window (a GC pause, a core taken
  *       by something else) moves nothing;
- *   <li>a queue below {@link #alpha} raises it by {@code log2(limit)} a window, but only if the
+ *   <li>a queue below {@link #alpha} raises it by a sixteenth a window, 2 at least (a step that lands
+ *       between alpha and beta, so it settles, not saw-tooths past the knee), but only if the
  *       window used 0.8 of it (a hot key, few ready keys or a slow input are no sign that the
  *       downstream has room); at the start it doubles while the queue stays at most {@link #beta}
  *       (slow start, ended by the first decrease: an overshoot comes back down in a window);
@@ -262,7 +263,7 @@ public final class AdaptiveLimit {
         // Slow start doubles while the queue stays below beta (a young JVM's noise must not end
         // it at a tenth of the way); later the limit grows only with no queue at all.
         if ((slowStart ? queue <= beta(old) : queue < alpha(old)) && running >= 0.8 * old && old < max) {
-            int to = clamp(slowStart ? 2 * old : old + Math.max(1, 31 - Integer.numberOfLeadingZeros(old)));
+            int to = clamp(slowStart ? 2 * old : old + Math.max(2, old / 16));
             return set(
                     old,
                     to,

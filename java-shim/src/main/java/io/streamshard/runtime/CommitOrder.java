@@ -76,6 +76,8 @@ public final class CommitOrder<H> {
     }
 
     private final ArrayDeque<Entry<H>> order = new ArrayDeque<>();
+    /** When the first record not retired became the first (System.nanoTime; StreamThread only). */
+    private long headSince;
     /** {@code order}'s size, for readers on other threads (metrics, the status listener). */
     private volatile int backlog;
     /** The entries not retired, by partition number; each in offset order. */
@@ -108,6 +110,9 @@ public final class CommitOrder<H> {
             q = byPartition[partition] = new ArrayDeque<>();
         }
         Entry<H> e = new Entry<>(this, partition, offset, partitionTimeBefore);
+        if (order.isEmpty()) {
+            headSince = System.nanoTime();
+        }
         order.addLast(e);
         q.addLast(e);
         backlog = order.size();
@@ -138,8 +143,17 @@ public final class CommitOrder<H> {
         }
         if (n > 0) {
             backlog = order.size();
+            headSince = System.nanoTime();
         }
         return n;
+    }
+
+    /**
+     * How long the first record not retired has been the first (it holds every commit at its
+     * offset), ns at {@code now}; 0 if none is waiting. StreamThread only.
+     */
+    public long headHeldNanos(long now) {
+        return order.isEmpty() ? 0 : now - headSince;
     }
 
     /** The partition's first record not retired, or null if every one handed off has retired. */

@@ -385,7 +385,15 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                 && !failure.failed()
                 && order.partitionTimesKnown()) {
             order.retire();
-            committingPrefix = order.backlog() > 0;
+            if (order.headHeldNanos(System.nanoTime())
+                    > TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs())) {
+                // One record has held every commit for a whole drain timeout: this commit waits
+                // for it, and a call that never answers fails the StreamThread as a draining
+                // commit would have (DrainTimeoutException), rather than holding the task forever.
+                drain();
+            } else {
+                committingPrefix = order.backlog() > 0;
+            }
         } else {
             drain();
         }
