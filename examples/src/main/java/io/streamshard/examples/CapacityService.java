@@ -42,6 +42,10 @@ public final class CapacityService implements AutoCloseable {
     private final AtomicLong rejected = new AtomicLong();
     /** Queue waits of served calls, by whole milliseconds (the last bucket: that or more). */
     private final AtomicLongArray waits = new AtomicLongArray(BUCKETS);
+    /** Calls waiting for a slot when a served call arrived, by count (the queue it found). */
+    private final AtomicLongArray depths = new AtomicLongArray(BUCKETS);
+
+    private final java.util.concurrent.atomic.AtomicInteger queued = new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * @param capacity calls worked on at once
@@ -83,7 +87,11 @@ public final class CapacityService implements AutoCloseable {
         try (ex) {
             long arrived = System.nanoTime();
             int status;
-            if (rejects ? slots.tryAcquire() : acquire()) {
+            int ahead = queued.getAndIncrement();
+            boolean got = rejects ? slots.tryAcquire() : acquire();
+            queued.decrementAndGet();
+            if (got) {
+                depths.incrementAndGet(Math.min(BUCKETS - 1, ahead));
                 long waited = System.nanoTime() - arrived;
                 try {
                     TimeUnit.MICROSECONDS.sleep(latencyMicros);
@@ -171,10 +179,24 @@ public final class CapacityService implements AutoCloseable {
 
     /** The {@code q}-quantile (0..1) of the queue waits of calls served since the last reset, ms. */
     public long waitQuantileMs(double q) {
+        return quantile(waits, q);
+    }
+
+    /**
+     * The {@code q}-quantile of the queue each served call found on arrival (calls ahead of it
+     * waiting for a slot, not counting those being worked on) since the last reset. Unlike the
+     * wait, it is not stretched by pauses of the JVM the service runs in (a test's, shared with
+     * the app): {@code depth / capacity × latency} is the wait an undisturbed service gives.
+     */
+    public long depthQuantile(double q) {
+        return quantile(depths, q);
+    }
+
+    private static long quantile(AtomicLongArray histogram, double q) {
         long[] counts = new long[BUCKETS];
         long total = 0;
         for (int i = 0; i < BUCKETS; i++) {
-            counts[i] = waits.get(i);
+            counts[i] = histogram.get(i);
             total += counts[i];
         }
         long want = (long) Math.ceil(q * total);
@@ -192,6 +214,7 @@ public final class CapacityService implements AutoCloseable {
     public void resetWaits() {
         for (int i = 0; i < BUCKETS; i++) {
             waits.set(i, 0);
+            depths.set(i, 0);
         }
     }
 
@@ -204,6 +227,7 @@ public final class CapacityService implements AutoCloseable {
     @Override
     public String toString() {
         return "capacity " + capacity + ", served " + served + ", rejected " + rejected + ", waits p50/p99 "
-                + waitQuantileMs(0.5) + "/" + waitQuantileMs(0.99) + " ms";
+                + waitQuantileMs(0.5) + "/" + waitQuantileMs(0.99) + " ms, queue found p50/p99 " + depthQuantile(0.5)
+                + "/" + depthQuantile(0.99);
     }
 }

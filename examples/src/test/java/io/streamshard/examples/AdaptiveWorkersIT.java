@@ -175,16 +175,20 @@ class AdaptiveWorkersIT {
     @Test
     void settlesNearWhatTheServiceServesWithoutQueueingIt() throws Exception {
         try (CapacityService service = new CapacityService(CAPACITY, LATENCY_MS * 1000, false)) {
-            // From a second on (the start doubles from the cores in a tenth of a second each).
-            Run r = run("settle", service, 12_000, 2_000, false, 1_500, service::resetWaits, 0);
+            // Once settled: after 3,000 calls (about 4 s; the start doubles from the cores each
+            // tenth of a second and may overshoot the knee for a window or two before it).
+            Run r = run("settle", service, 12_000, 2_000, false, 3_000, service::resetWaits, 0);
             List<Integer> settled = r.from(r.changedAt);
             assertThat(settled).as("the limit every 100 ms once settled").hasSizeGreaterThan(20);
             assertThat(median(settled)).as("limits %s", settled).isBetween(34, 46);
             // Above it only to find the knee; below it only in the probes of the unloaded time.
             assertThat(count(settled, x -> x > 46)).as("limits %s", settled).isLessThanOrEqualTo(settled.size() / 10);
-            assertThat(service.waitQuantileMs(0.99))
-                    .as("the service's p99 queue wait, ms (%s)", service)
-                    .isLessThanOrEqualTo(LATENCY_MS / 2);
+            // The service's p99 latency within 1.5 times its unloaded one: the queue 99% of calls
+            // found at most half its capacity (half a call's time of wait). Counted in calls, not
+            // ms: the service shares this JVM with the app, whose GC pauses would stretch a wait.
+            assertThat(service.depthQuantile(0.99))
+                    .as("the queue the service's calls found, p99 (%s)", service)
+                    .isLessThanOrEqualTo(CAPACITY / 2);
         }
     }
 
@@ -218,10 +222,10 @@ class AdaptiveWorkersIT {
     void aHotKeyDoesNotRaiseIt() throws Exception {
         try (CapacityService service = new CapacityService(CAPACITY, LATENCY_MS * 1000, false)) {
             Run r = run("hotkey", service, 100, 1, false, 0, null, 0);
-            int start = Runtime.getRuntime().availableProcessors();
+            // It starts at 1 and may double once (one record ran all the time: the limit was used).
             assertThat(r.limits)
                     .as("one key: one record at a time")
-                    .allSatisfy(x -> assertThat(x).isLessThanOrEqualTo(start));
+                    .allSatisfy(x -> assertThat(x).isLessThanOrEqualTo(2));
         }
     }
 

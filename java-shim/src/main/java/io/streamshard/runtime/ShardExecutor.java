@@ -243,10 +243,11 @@ public final class ShardExecutor implements AutoCloseable {
     public static ShardExecutor create(StreamShardConfig config, String name) {
         AdaptiveLimit limit = null;
         if (config.workersAuto()) {
-            // Start near the cores: below them a CPU-bound step shows its unloaded run time, the
-            // base every later window is judged against.
-            int start = Runtime.getRuntime().availableProcessors();
-            limit = new AdaptiveLimit(config.workersMin(), config.workers(), start, System.nanoTime());
+            // Start at one record (or the floor): only below the knee does a step show its
+            // unloaded run time, the base every later window is judged against, and a step that
+            // computes has its knee at the cores (started at them, the base already held the
+            // contention of the StreamThread and the JIT, and the limit settled at 4-5 times them).
+            limit = new AdaptiveLimit(config.workersMin(), config.workers(), 1, System.nanoTime());
         }
         return new ShardExecutor(
                 name,
