@@ -1,6 +1,6 @@
 package io.streamshard.runtime;
 
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * {@code streamshard.workers=auto}: how many records of an instance may run at once, sized to
@@ -79,12 +79,12 @@ public final class AdaptiveLimit {
     /** Windows in a row whose queue was above {@link #beta} but not twice it. */
     private int overBeta;
 
-    // The open window, added to by any worker.
-    private final AtomicLong samples = new AtomicLong();
-    private final AtomicLong okSamples = new AtomicLong();
-    private final AtomicLong okNanos = new AtomicLong();
-    private final AtomicLong failures = new AtomicLong();
-    private final AtomicLong runningSum = new AtomicLong();
+    // The open window, added to by any worker (adders: thousands of workers end records at once).
+    private final LongAdder samples = new LongAdder();
+    private final LongAdder okSamples = new LongAdder();
+    private final LongAdder okNanos = new LongAdder();
+    private final LongAdder failures = new LongAdder();
+    private final LongAdder runningSum = new LongAdder();
     private long windowStart;
 
     // The base run time: per-bucket minima of window means (tick thread only).
@@ -191,13 +191,13 @@ public final class AdaptiveLimit {
      * @param running records running when it ended, itself included
      */
     public void sample(long runNanos, boolean failed, int running) {
-        samples.incrementAndGet();
-        runningSum.addAndGet(running);
+        samples.increment();
+        runningSum.add(running);
         if (failed) {
-            failures.incrementAndGet();
+            failures.increment();
         } else {
-            okSamples.incrementAndGet();
-            okNanos.addAndGet(runNanos);
+            okSamples.increment();
+            okNanos.add(runNanos);
         }
     }
 
@@ -207,7 +207,7 @@ public final class AdaptiveLimit {
      */
     public Change tick(long now) {
         long elapsed = now - windowStart;
-        long n = samples.get();
+        long n = samples.sum();
         long base = baseNanos;
         long minWindow = Math.max(MIN_WINDOW_NANOS, base > 0 ? 2 * base : 0);
         if (elapsed < minWindow || (n < MIN_SAMPLES && elapsed < MAX_WINDOW_NANOS)) {
@@ -215,11 +215,11 @@ public final class AdaptiveLimit {
         }
         windowStart = now;
         // Racy against samples landing now: one lands in this window or the next, either is fine.
-        n = samples.getAndSet(0);
-        long ok = okSamples.getAndSet(0);
-        long okSum = okNanos.getAndSet(0);
-        long failed = failures.getAndSet(0);
-        long runningTotal = runningSum.getAndSet(0);
+        n = samples.sumThenReset();
+        long ok = okSamples.sumThenReset();
+        long okSum = okNanos.sumThenReset();
+        long failed = failures.sumThenReset();
+        long runningTotal = runningSum.sumThenReset();
         if (n == 0) {
             return null;
         }
