@@ -157,6 +157,8 @@ class AdaptiveWorkersIT {
                 sampler.join();
             }
         }
+        System.out.printf(
+                "AdaptiveWorkersIT %s: limits every 100 ms %s, changed at %d%n", name, run.limits, run.changedAt);
         Inputs.assertInOrderOnce(BOOTSTRAP, output, records, suffix);
         return run;
     }
@@ -198,12 +200,14 @@ class AdaptiveWorkersIT {
             Run r = run("halves", service, 12_000, 2_000, true, 4_000, () -> service.capacity(CAPACITY / 2), 0);
             assertThat(r.changedAt).isPositive();
             List<Integer> before = r.limits.subList(Math.max(0, r.changedAt - 10), r.changedAt);
-            assertThat(median(before)).as("limits %s", before).isBetween(34, 46);
+            assertThat(median(before))
+                    .as("limits %s (the whole run: %s)", before, r.limits)
+                    .isBetween(34, 46);
             // Within 3 s of the change (30 samples) and from then on: near the new capacity.
             List<Integer> after = r.from(r.changedAt + 30);
             assertThat(after).hasSizeGreaterThan(10);
             assertThat(median(after))
-                    .as("limits %s then %s", r.from(r.changedAt), after)
+                    .as("limits %s then %s (the whole run: %s)", r.from(r.changedAt), after, r.limits)
                     .isBetween(17, 23);
         }
     }

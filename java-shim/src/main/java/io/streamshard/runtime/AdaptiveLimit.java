@@ -25,7 +25,9 @@ import java.util.concurrent.atomic.LongAdder;
  *       few windows, not a crawl down, while one noisy window (a GC pause, a core taken
  *       by something else) moves nothing;
  *   <li>a queue below {@link #alpha} raises it by a sixteenth a window, 2 at least (a step that lands
- *       between alpha and beta, so it settles, not saw-tooths past the knee), but only if the
+ *       between alpha and beta, so it settles, not saw-tooths past the knee), that many times the
+ *       windows in a row it grew, up to a quarter (far below the knee, after a decrease that a
+ *       young JVM's noise made, it regains the way in a few windows, not in dozens); only if the
  *       window used 0.8 of it (a hot key, few ready keys or a slow input are no sign that the
  *       downstream has room); at the start it doubles while the queue stays at most {@link #beta}
  *       (slow start, ended by the first decrease: an overshoot comes back down in a window);
@@ -41,7 +43,9 @@ import java.util.concurrent.atomic.LongAdder;
  * 3/4 is since the queue is at most a tenth) and then back (about 1% of the throughput). A window lasts at least {@link
  * #MIN_WINDOW_NANOS} and twice {@code base}, so the records started under the last limit have
  * ended before it is judged, and holds at least {@link #MIN_SAMPLES} samples (at most {@link
- * #MAX_WINDOW_NANOS}, then it is judged on what it has, or, with no sample, skipped).
+ * #MAX_WINDOW_NANOS}, then it is judged on what it has, or, with no sample, skipped); at a
+ * limit of 1 to 4, twice the limit's samples are enough (no queue can pass {@link #beta} there, so
+ * a noisy window can only delay the start, not lower the limit).
  *
  * <p>Why not Netflix's concurrency-limits library: its limiters are per request with the caller
  * measuring around one call; here the run time is the record's whole parallel chain, samples come
@@ -78,6 +82,8 @@ public final class AdaptiveLimit {
     private boolean slowStart = true;
     /** Windows in a row whose queue was above {@link #beta} but not twice it. */
     private int overBeta;
+    /** Windows in a row that raised the limit after the slow start. */
+    private int grew;
 
     // The open window, added to by any worker (adders: thousands of workers end records at once).
     private final LongAdder samples = new LongAdder();
@@ -210,7 +216,7 @@ public final class AdaptiveLimit {
         long n = samples.sum();
         long base = baseNanos;
         long minWindow = Math.max(MIN_WINDOW_NANOS, base > 0 ? 2 * base : 0);
-        if (elapsed < minWindow || (n < MIN_SAMPLES && elapsed < MAX_WINDOW_NANOS)) {
+        if (elapsed < minWindow || (n < minSamples(limit) && elapsed < MAX_WINDOW_NANOS)) {
             return null;
         }
         windowStart = now;
@@ -225,6 +231,8 @@ public final class AdaptiveLimit {
         }
         double running = (double) runningTotal / n;
         int old = limit;
+        int grewBefore = grew;
+        grew = 0; // set again below if this window raises it too
         if (probe == Probe.SETTLING) {
             probe = Probe.MEASURING;
             return null;
@@ -263,7 +271,9 @@ public final class AdaptiveLimit {
         // Slow start doubles while the queue stays below beta (a young JVM's noise must not end
         // it at a tenth of the way); later the limit grows only with no queue at all.
         if ((slowStart ? queue <= beta(old) : queue < alpha(old)) && running >= 0.8 * old && old < max) {
-            int to = clamp(slowStart ? 2 * old : old + Math.max(2, old / 16));
+            grew = slowStart ? 0 : grewBefore + 1;
+            int step = Math.min(Math.max(2, old / 4), grew * Math.max(2, old / 16));
+            int to = clamp(slowStart ? 2 * old : old + step);
             return set(
                     old,
                     to,
@@ -280,6 +290,11 @@ public final class AdaptiveLimit {
             return set(old, clamp(Math.max(1, 3 * old / 4)), "probing the unloaded run time", true);
         }
         return null;
+    }
+
+    /** Samples a window needs: {@link #MIN_SAMPLES}, or twice a limit below 5. */
+    static int minSamples(int limit) {
+        return Math.min(MIN_SAMPLES, 2 * limit);
     }
 
     /** The queue below which the limit may grow: 1, or 1/32 of the limit. */

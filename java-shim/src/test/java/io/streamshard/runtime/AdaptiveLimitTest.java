@@ -133,6 +133,32 @@ class AdaptiveLimitTest {
         assertThat(outOfProbe(l, s)).isBetween(170, 230);
     }
 
+    @Test
+    void farBelowTheKneeAfterAnEarlyDecreaseItRegainsTheWayInAFewWindows() {
+        // A young JVM: every call twice as slow while the limit starts, so the slow start ends at
+        // half the capacity; then the service is as fast as it is.
+        Service s = new Service(200, 20 * MS, false);
+        AdaptiveLimit l = limit(4096);
+        s.capacity = 100;
+        run(l, s, 30);
+        int from = outOfProbe(l, s);
+        assertThat(from).isBetween(85, 115);
+        s.capacity = 200;
+        int windows = 0;
+        while (l.limit() < 170 && windows < 100) {
+            if (!steady(run(l, s, 1)).isEmpty()) {
+                windows++;
+            }
+        }
+        // A sixteenth a window would take about 11 windows from 100 to 170; growing by more with
+        // every window in a row that had no queue, 6 (2 s at the 20 ms calls' windows: 0.1 s).
+        assertThat(windows).as("windows from %d to at least 170", from).isLessThanOrEqualTo(7);
+        List<Window> after = steady(run(l, s, 100));
+        assertThat(after.subList(20, after.size()))
+                .as("and settles, without overshooting for good")
+                .allSatisfy(x -> assertThat(x.limit()).isBetween(170, 230));
+    }
+
     /** Runs windows until no probe is on; returns the limit. */
     private int outOfProbe(AdaptiveLimit l, Service s) {
         while (l.probing()) {
@@ -258,22 +284,34 @@ class AdaptiveLimitTest {
 
     @Test
     void aWindowWaitsForEnoughSamplesAndTwiceTheBaseRunTime() {
-        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 4, now);
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 8, now);
         for (int i = 0; i < AdaptiveLimit.MIN_SAMPLES - 1; i++) {
-            l.sample(200 * MS, false, 4);
+            l.sample(200 * MS, false, 8);
         }
         now += AdaptiveLimit.MIN_WINDOW_NANOS;
         assertThat(l.tick(now)).as("too few samples").isNull();
-        l.sample(200 * MS, false, 4);
+        l.sample(200 * MS, false, 8);
         assertThat(l.tick(now)).isNotNull();
-        assertThat(l.limit()).isEqualTo(8);
+        assertThat(l.limit()).isEqualTo(16);
         for (int i = 0; i < 100; i++) {
-            l.sample(200 * MS, false, 8);
+            l.sample(200 * MS, false, 16);
         }
         now += AdaptiveLimit.MIN_WINDOW_NANOS;
         assertThat(l.tick(now)).as("shorter than twice the base").isNull();
         now += 3 * AdaptiveLimit.MIN_WINDOW_NANOS;
         assertThat(l.tick(now)).isNotNull();
-        assertThat(l.limit()).isEqualTo(16);
+        assertThat(l.limit()).isEqualTo(32);
+    }
+
+    @Test
+    void atALimitOfOneTwoSamplesMakeAWindow() {
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 1, now);
+        l.sample(50 * MS, false, 1);
+        now += AdaptiveLimit.MIN_WINDOW_NANOS;
+        assertThat(l.tick(now)).as("one sample").isNull();
+        l.sample(50 * MS, false, 1);
+        assertThat(l.tick(now)).isNotNull();
+        assertThat(l.limit()).isEqualTo(2);
+        assertThat(AdaptiveLimit.minSamples(5)).isEqualTo(AdaptiveLimit.MIN_SAMPLES);
     }
 }
