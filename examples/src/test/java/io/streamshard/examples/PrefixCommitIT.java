@@ -28,6 +28,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.processor.internals.TopicPartitionMetadata;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.junit.jupiter.api.Test;
@@ -36,9 +37,11 @@ import org.junit.jupiter.api.Test;
  * Commits that do not wait for the slowest record ({@code streamshard.commit.wait=none}, the
  * default): a few records take 1.5 s among 3 ms ones, commits come every 100 ms. While the app
  * runs, a watcher reads the committed offsets every 20 ms and checks that each covers only
- * records whose processing had finished (no commit past unfinished work), and that one
- * partition's commits went on while the other partition's slow record ran (a commit that drains
- * the StreamThread's tasks would stall them all). Afterwards the output, read committed, holds
+ * records whose processing had finished (no commit past unfinished work), that each carries the
+ * partition time stock's commit of the same offset would (the largest timestamp before it: a
+ * restart from there sees stock's stream time), and that one partition's commits went on while
+ * the other partition's slow record ran (a commit that drains the StreamThread's tasks would stall
+ * them all), from the app's first record on. Afterwards the output, read committed, holds
  * every input record once, in per-key order, and so does the changelog of the store the slow step
  * writes each record's sequence to (no cache: every write is a changelog record).
  */
@@ -47,6 +50,8 @@ class PrefixCommitIT {
     private static final int RECORDS = 3_000;
     private static final int KEYS = 300;
     private static final String STORE = "seen";
+    /** Now, not long ago: the test broker deletes input older than its retention. */
+    private static final long BASE_TIME = System.currentTimeMillis();
 
     @Test
     void exactlyOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
@@ -56,6 +61,24 @@ class PrefixCommitIT {
     @Test
     void atLeastOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
         run(false);
+    }
+
+    /** Record {@code i}'s timestamp: rising, with every seventh a little late (stock's partition time is the largest). */
+    private static long timestamp(int i) {
+        return BASE_TIME + 10L * i - (i % 7 == 3 ? 55 : 0);
+    }
+
+    /**
+     * The partition time stock commits with offset {@code offset} of {@code partition}: the
+     * largest timestamp of the records before it (record {@code i} is at offset {@code i / 2} of
+     * partition {@code i % 2}), -1 (none yet) before the first.
+     */
+    private static long partitionTimeBefore(int partition, long offset) {
+        long max = -1;
+        for (long o = 0; o < offset; o++) {
+            max = Math.max(max, timestamp((int) (2 * o + partition)));
+        }
+        return max;
     }
 
     private void run(boolean eos) throws Exception {
@@ -77,7 +100,7 @@ class PrefixCommitIT {
                         Probe.sleep(5);
                     }
                     int k = i % KEYS;
-                    return new ProducerRecord<>(input, i % 2, null, "k" + k, Integer.toString(seq[k]++));
+                    return new ProducerRecord<>(input, i % 2, timestamp(i), "k" + k, Integer.toString(seq[k]++));
                 });
             } catch (Exception e) {
                 produceFailed.set(e);
@@ -109,7 +132,8 @@ class PrefixCommitIT {
                             public void process(Record<String, String> record) {
                                 int partition = context.recordMetadata().get().partition();
                                 long offset = context.recordMetadata().get().offset();
-                                if (partition == 0 && offset % 500 == 250) {
+                                // The first record of partition 0 among them: it runs from the app's start.
+                                if (partition == 0 && offset % 500 == 0) {
                                     slowStarts.incrementAndGet();
                                     if (slowRunning.getAndIncrement() == 0) {
                                         slowSpells.incrementAndGet();
@@ -135,9 +159,13 @@ class PrefixCommitIT {
         }
         p.put("streamshard.workers", "32");
         p.put("streamshard.parallel.processors", "slow-step");
+        // From the first record on the workers (a task starts inline otherwise, and its first
+        // record, a slow one, would stop the StreamThread as stock's would).
+        p.put("streamshard.inline.below.us", "0");
         p.put("state.dir", Files.createTempDirectory("streamshard-it").toString());
 
         AtomicReference<String> pastUnfinished = new AtomicReference<>();
+        AtomicReference<String> wrongTime = new AtomicReference<>();
         // Per spell of slow records: partition 1's committed offsets seen while they ran.
         Map<Long, long[]> whileSlow = new ConcurrentHashMap<>();
         AtomicBoolean watching = new AtomicBoolean(true);
@@ -156,6 +184,18 @@ class PrefixCommitIT {
                         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : c.entrySet()) {
                             if (e.getValue() == null || !e.getKey().topic().equals(input)) {
                                 continue;
+                            }
+                            long time = TopicPartitionMetadata.decode(
+                                            e.getValue().metadata())
+                                    .partitionTime();
+                            long stock = partitionTimeBefore(
+                                    e.getKey().partition(), e.getValue().offset());
+                            if (time != stock) {
+                                wrongTime.compareAndSet(
+                                        null,
+                                        e.getKey() + " committed at "
+                                                + e.getValue().offset() + " with partition time " + time + ", stock's "
+                                                + stock);
                             }
                             // Read after the offsets: anything finished by the commit is in it.
                             Set<Long> done = finished.getOrDefault(e.getKey().partition(), Set.of());
@@ -197,7 +237,17 @@ class PrefixCommitIT {
             }
         }
         assertThat(pastUnfinished.get()).as("a commit covered unfinished work").isNull();
+        assertThat(wrongTime.get()).as("a commit's partition time").isNull();
         assertThat(slowStarts.get()).as("slow records").isEqualTo(3);
+        // The first, from the app's first record: its first commit did not wait for it either (it
+        // once drained there, because the partition time before a first record was not read).
+        assertThat(whileSlow)
+                .as(
+                        "partition 1 committed while partition 0's first record, a slow one, ran (%s)",
+                        whileSlow.entrySet().stream()
+                                .map(e -> e.getKey() + ": " + e.getValue()[0] + ".." + e.getValue()[1])
+                                .toList())
+                .containsKey(1L);
         assertThat(whileSlow.values())
                 .as(
                         "partition 1's committed offset moved on while partition 0's slow records ran "

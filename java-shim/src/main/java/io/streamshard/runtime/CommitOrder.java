@@ -82,8 +82,11 @@ public final class CommitOrder<H> {
     private volatile int backlog;
     /** The entries not retired, by partition number; each in offset order. */
     private ArrayDeque<Entry<H>>[] byPartition = newQueues(0);
-    /** A partition time not known (as Kafka Streams' own). */
-    public static final long UNKNOWN = -1;
+    /**
+     * A partition time streamshard did not read. Not Kafka Streams' own "no time yet" (-1), which a
+     * new application's first record has before it and a commit encodes as stock's would.
+     */
+    public static final long UNKNOWN = Long.MIN_VALUE;
 
     private final AtomicLong heldBytes = new AtomicLong();
     private final AtomicLong heldSends = new AtomicLong();

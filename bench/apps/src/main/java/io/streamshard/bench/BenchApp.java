@@ -209,6 +209,59 @@ public final class BenchApp {
         return "";
     }
 
+    /**
+     * {@code BENCH_TRACE=1} in the environment: the line every 100 ms instead of 500, with the
+     * process's CPU and GC time and the instance's hand-offs, queued and running records; and the
+     * StreamThreads' stacks once whenever no record was handed off for 0.3 s while some had been
+     * (what found the first commit draining a new application's backlog).
+     */
+    static final boolean TRACE = System.getenv("BENCH_TRACE") != null;
+
+    private static double lastHandoffs = -1;
+    private static int stalled;
+
+    static String trace() {
+        StringBuilder b = new StringBuilder();
+        long cpu = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+        long gc = 0;
+        for (var g : ManagementFactory.getGarbageCollectorMXBeans()) {
+            gc += g.getCollectionTime();
+        }
+        b.append(String.format(" t=%d cpu=%.2f gcMs=%d", System.currentTimeMillis(), cpu / 1e9, gc));
+        double handoffs = 0;
+        KafkaStreams s = app;
+        if (s != null) {
+            for (var e : s.metrics().entrySet()) {
+                String n = e.getKey().name();
+                if (e.getKey().group().equals("streamshard-metrics")
+                        && (n.equals("handoffs-total") || n.equals("in-flight") || n.equals("queued"))) {
+                    b.append(' ').append(n).append('=').append(e.getValue().metricValue());
+                    if (n.equals("handoffs-total")) {
+                        handoffs = ((Number) e.getValue().metricValue()).doubleValue();
+                    }
+                }
+            }
+        }
+        stalled = handoffs > 0 && handoffs == lastHandoffs ? stalled + 1 : 0;
+        lastHandoffs = handoffs;
+        if (stalled == 3) {
+            for (java.lang.management.ThreadInfo i :
+                    ManagementFactory.getThreadMXBean().dumpAllThreads(false, false)) {
+                if (i.getThreadName().matches(".*-StreamThread-\\d+")) {
+                    b.append("\nno hand-off for 0.3 s: ")
+                            .append(i.getThreadName())
+                            .append(' ')
+                            .append(i.getThreadState());
+                    for (StackTraceElement e : i.getStackTrace()) {
+                        b.append("\n    at ").append(e);
+                    }
+                }
+            }
+        }
+        return b.toString();
+    }
+
     static void printThreadCpu() {
         com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         Thread t = new Thread(
@@ -228,10 +281,16 @@ public final class BenchApp {
                         long[] stream = sums(mx, roles[0]);
                         long[] workers = sums(mx, roles[1]);
                         System.out.printf(
-                                "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%s%n",
-                                records, stream[0] / 1e9, workers[0] / 1e9, stream[1], workers[1], limit());
+                                "bench thread cpu: records=%d stream=%.4f workers=%.4f streamBytes=%d workersBytes=%d%s%s%n",
+                                records,
+                                stream[0] / 1e9,
+                                workers[0] / 1e9,
+                                stream[1],
+                                workers[1],
+                                limit(),
+                                TRACE ? trace() : "");
                         try {
-                            Thread.sleep(500);
+                            Thread.sleep(TRACE ? 100 : 500);
                         } catch (InterruptedException e) {
                             return;
                         }

@@ -54,10 +54,13 @@ public final class StreamTaskAdvice {
     /** StreamTask.isProcessable exit. */
     public static final class IsProcessable {
         @Advice.OnMethodExit
-        static void exit(@Advice.This StreamTask task, @Advice.Return(readOnly = false) boolean processable) {
+        static void exit(
+                @Advice.This StreamTask task,
+                @Advice.FieldValue("partitionGroup") AbstractPartitionGroup group,
+                @Advice.Return(readOnly = false) boolean processable) {
             ShardedTask s = StreamShardInstances.task(task);
             if (s != null) {
-                processable = s.processable(processable);
+                processable = s.processable(processable, group);
             }
         }
     }

@@ -68,6 +68,9 @@ class ShardedTaskTest {
         }
     }
 
+    /** The driver's task's partition group, as the isProcessable advice passes it. */
+    private AbstractPartitionGroup group;
+
     private void start(int workers, int inlineBelowUs) throws Exception {
         Topology topology = new Topology();
         topology.addSource(SOURCE, TOPIC);
@@ -80,6 +83,9 @@ class ShardedTaskTest {
         Field f = TopologyTestDriver.class.getDeclaredField("task");
         f.setAccessible(true);
         StreamTask task = (StreamTask) f.get(driver);
+        Field g = StreamTask.class.getDeclaredField("partitionGroup");
+        g.setAccessible(true);
+        group = (AbstractPartitionGroup) g.get(task);
         config = StreamShardConfig.from(Map.of(
                 StreamShardConfig.WORKERS,
                 workers,
@@ -222,7 +228,7 @@ class ShardedTaskTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (thrown == null && System.nanoTime() < deadline) {
             try {
-                sharded.processable(true);
+                sharded.processable(true, group);
                 Thread.sleep(5);
             } catch (StreamsException e) {
                 thrown = e;
