@@ -90,7 +90,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      */
     private long[] partitionTimes = new long[0];
     /** The task's input partitions the numbers in {@link #inputNumbers} were taken for. */
-    private java.util.Set<TopicPartition> inputsSeen;
+    private Set<TopicPartition> inputsSeen;
 
     private TopicPartition[] inputs = new TopicPartition[0];
     private int[] inputNumbers = new int[0];
@@ -362,14 +362,12 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * Reads every input partition's time before StreamTask.process dequeues its next record: a
      * commit of the retired prefix commits a record's offset with the time its partition had just
      * before it, as stock's commit after the record before it would (a restart from that offset
-     * then sees the stream time stock's would). Read for every record, inline ones too, so a record
-     * handed off first after a start, after inline records or after a close has its time as well;
-     * read on its own by each record's hand-off, a commit had to drain instead until that record
-     * finished (the whole backlog of a new application's first commit, 2 s of a 10 s benchmark).
-     * A few map lookups for each record on the StreamThread.
+     * then sees the stream time stock's would). Read for every record, inline ones too, so the
+     * first record handed off after a start, after inline records or after a close has its time
+     * as well (docs/design.md, "Commits"). A few map lookups for each record on the StreamThread.
      */
     private void readPartitionTimes(AbstractPartitionGroup group) {
-        java.util.Set<TopicPartition> now = task.inputPartitions();
+        Set<TopicPartition> now = task.inputPartitions();
         if (now != inputsSeen) {
             inputsSeen = now;
             inputs = now.toArray(new TopicPartition[0]);
