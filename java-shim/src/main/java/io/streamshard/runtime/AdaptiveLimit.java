@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>a window in which 1% or more of the attempts failed (a 429 or 503 past the service's
  *       capacity, a timeout, anything the retry policy retries) lowers the limit to 0.9 of what
  *       ran, at once (fewer failures are not taken as a sign of load);
- *   <li>a queue above {@link #beta} in two windows in a row, or above twice it in one, lowers it
+ *   <li>a queue above {@link #beta} in two windows in a row, or above {@link #spike} in one, lowers it
  *       to what the downstream served ({@code c × base / rtt}) plus {@link #alpha}, by a quarter at
  *       most (a young JVM's JIT slows every record for seconds): from overload to the knee in a
  *       few windows, not a crawl down, while one noisy window (a GC pause, a core taken
@@ -40,7 +40,7 @@ import java.util.concurrent.atomic.LongAdder;
  * queue, and a base re-learnt from them alone would creep up horizon by horizon and the limit with
  * it; so every {@link #PROBE_EVERY_NANOS} the limit steps down to 3/4 for two windows (the first
  * lets the records started above it end, the second measures the run time below the knee, which
- * 3/4 is since the queue is at most a tenth) and then back (about 1% of the throughput). A window lasts at least {@link
+ * 3/4 is since the queue is at most a sixteenth) and then back (about 1% of the throughput). A window lasts at least {@link
  * #MIN_WINDOW_NANOS} and twice {@code base}, so the records started under the last limit have
  * ended before it is judged, and holds at least {@link #MIN_SAMPLES} samples (at most {@link
  * #MAX_WINDOW_NANOS}, then it is judged on what it has, or, with no sample, skipped); at a
@@ -80,7 +80,7 @@ public final class AdaptiveLimit {
     private volatile int limit;
     /** Whether the limit still doubles (no queue nor failure seen yet). */
     private boolean slowStart = true;
-    /** Windows in a row whose queue was above {@link #beta} but not twice it. */
+    /** Windows in a row whose queue was above {@link #beta} but not above {@link #spike}. */
     private int overBeta;
     /** Windows in a row that raised the limit after the slow start. */
     private int grew;
@@ -91,6 +91,9 @@ public final class AdaptiveLimit {
     private final LongAdder okNanos = new LongAdder();
     private final LongAdder failures = new LongAdder();
     private final LongAdder runningSum = new LongAdder();
+    /** Every attempt's run time, failed ones too: the window's mean concurrency (Little). */
+    private final LongAdder allNanos = new LongAdder();
+
     private long windowStart;
 
     // The base run time: per-bucket minima of window means (tick thread only).
@@ -199,6 +202,7 @@ public final class AdaptiveLimit {
     public void sample(long runNanos, boolean failed, int running) {
         samples.increment();
         runningSum.add(running);
+        allNanos.add(runNanos);
         if (failed) {
             failures.increment();
         } else {
@@ -226,6 +230,10 @@ public final class AdaptiveLimit {
         long okSum = okNanos.sumThenReset();
         long failed = failures.sumThenReset();
         long runningTotal = runningSum.sumThenReset();
+        // Time in records over the window's time: the mean number that ran. The count at each
+        // end ({@code running}) is not it where records wait mid-run: on virtual workers, records
+        // that computed waited seconds for a carrier, counted as running all along.
+        double used = (double) allNanos.sumThenReset() / Math.max(1, elapsed);
         if (n == 0) {
             return null;
         }
@@ -257,11 +265,12 @@ public final class AdaptiveLimit {
         double queue = running * (1 - (double) base / Math.max(1, rtt));
         lastQueue = queue;
         double ratio = (double) rtt / Math.max(1, base);
-        if (queue > beta(old) && ++overBeta < 2 && queue <= 2 * beta(old)) {
+        double over = slowStart ? startBeta(old) : beta(old);
+        if (queue > over && ++overBeta < 2 && queue <= spike(old)) {
             // One window a little over: noise (a GC pause, a core taken) as often as load.
             return null;
         }
-        if (queue > beta(old)) {
+        if (queue > over) {
             overBeta = 0;
             slowStart = false;
             int served = (int) Math.floor(running * base / (double) rtt);
@@ -270,7 +279,7 @@ public final class AdaptiveLimit {
         }
         // Slow start doubles while the queue stays below beta (a young JVM's noise must not end
         // it at a tenth of the way); later the limit grows only with no queue at all.
-        if ((slowStart ? queue <= beta(old) : queue < alpha(old)) && running >= 0.8 * old && old < max) {
+        if ((slowStart ? queue <= over : queue < alpha(old)) && used >= 0.8 * old && old < max) {
             grew = slowStart ? 0 : grewBefore + 1;
             int step = Math.min(Math.max(2, old / 4), grew * Math.max(2, old / 16));
             int to = clamp(slowStart ? 2 * old : old + step);
@@ -302,9 +311,27 @@ public final class AdaptiveLimit {
         return Math.max(1, limit / 32.0);
     }
 
-    /** The queue above which the limit comes down: 3, or 1/10 of the limit. */
+    /**
+     * The queue above which the limit comes down if it stays there two windows: 3, or 1/16 of the
+     * limit. With 1/10 the limit held at 45–47 against a capacity of 40 on virtual workers (a tenth
+     * of queue, and the records outside the service's queue). Below 3 a young JVM's noise keeps it
+     * low for seconds (a floor of 2 or 2.5: 0.80–0.93 of the best fixed count, 3: 0.92–0.98).
+     */
     static double beta(int limit) {
+        return Math.max(3, limit / 16.0);
+    }
+
+    /**
+     * The queue up to which the slow start goes on doubling: 3, or 1/10 of the limit (a young
+     * JVM's noise passes {@link #beta} more often, and ended the start at 16 of 50).
+     */
+    static double startBeta(int limit) {
         return Math.max(3, limit / 10.0);
+    }
+
+    /** The queue above which one window brings the limit down: 6, or 1/5 of the limit. */
+    static double spike(int limit) {
+        return Math.max(6, limit / 5.0);
     }
 
     private int clamp(int v) {

@@ -244,7 +244,7 @@ class AdaptiveLimitTest {
         int settled = l.limit();
         window(l, 20 * MS, settled / 2); // unused: stays
         assertThat(l.limit()).isEqualTo(settled);
-        // A queue of about 13 of 100 (above a tenth, below twice that): once is noise, twice is load.
+        // A queue of about 13 of 100 (above a sixteenth, below a fifth): once is noise, twice is load.
         window(l, 23 * MS, settled);
         assertThat(l.limit()).isEqualTo(settled);
         window(l, 23 * MS, settled);
@@ -255,13 +255,34 @@ class AdaptiveLimitTest {
         assertThat(l.limit()).isLessThan(before);
     }
 
-    /** One window of 100 samples at {@code rtt} with {@code running} records running, then its tick. */
+    /**
+     * One window at {@code rtt} with {@code running} records running all along (as many samples
+     * as end in it), then its tick.
+     */
     private void window(AdaptiveLimit l, long rtt, int running) {
-        for (int i = 0; i < 100; i++) {
+        long samples = Math.max(AdaptiveLimit.MIN_SAMPLES, running * AdaptiveLimit.MIN_WINDOW_NANOS / rtt);
+        for (int i = 0; i < samples; i++) {
             l.sample(rtt, false, running);
         }
         now += AdaptiveLimit.MIN_WINDOW_NANOS;
         l.tick(now);
+    }
+
+    @Test
+    void recordsWaitingMidRunDoNotCountAsUsingTheLimit() {
+        // Computing records on virtual workers over 2 cores: 2 run at a time, 2 ms each, while
+        // others wait mid-run for a carrier; each end counts 8 running, but 2 ran on average.
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 8, now);
+        for (int w = 0; w < 5; w++) {
+            for (int i = 0; i < 100; i++) {
+                l.sample(2 * MS, false, 8);
+            }
+            now += AdaptiveLimit.MIN_WINDOW_NANOS;
+            l.tick(now);
+        }
+        assertThat(l.limit()).as("a limit of which a quarter is used").isEqualTo(8);
+        window(l, 2 * MS, 8); // 8 ran all along: up
+        assertThat(l.limit()).isEqualTo(16);
     }
 
     @Test
