@@ -87,6 +87,11 @@ class OpenTelemetryIT {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
         p.put(ProducerConfig.ACKS_CONFIG, "all");
+        // As OrderProducer: one request in flight keeps the send order without idempotence. With
+        // idempotence, a NOT_LEADER_OR_FOLLOWER on the new topic once left the producer retrying
+        // OUT_OF_ORDER_SEQUENCE_NUMBER for good, and flush() never returned (a CI run hung).
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
+        p.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
         try (KafkaProducer<String, String> producer =
                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int i = 0; i < RECORDS; i++) {
