@@ -28,9 +28,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       between alpha and beta, so it settles, not saw-tooths past the knee), that many times the
  *       windows in a row it grew, up to a quarter (far below the knee, after a decrease that a
  *       young JVM's noise made, it regains the way in a few windows, not in dozens); only if the
- *       window used 0.8 of it (a hot key, few ready keys or a slow input are no sign that the
- *       downstream has room); at the start it doubles while the queue stays at most {@link #beta}
- *       (slow start, ended by the first decrease: an overshoot comes back down in a window);
+ *       window used 0.8 of it, as time in records over the window's time (a hot key, few ready
+ *       keys or a slow input are no sign that the downstream has room); at the start it doubles
+ *       while the queue stays at most {@link #startBeta} (slow start, ended by the first
+ *       decrease: an overshoot comes back down in a window);
  *   <li>in between it stays, so a steady load does not make it oscillate.
  * </ul>
  *
