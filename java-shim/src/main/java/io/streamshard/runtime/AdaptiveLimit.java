@@ -23,7 +23,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       to what the downstream served ({@code c × base / rtt}) plus {@link #alpha}, by a quarter at
  *       most (a young JVM's JIT slows every record for seconds): from overload to the knee in a
  *       few windows, not a crawl down, while one noisy window (a GC pause, a core taken
- *       by something else) moves nothing;
+ *       by something else) moves nothing; the window after such a cut is not judged (records
+ *       started under the old limit end in it), and if the next shows that what ran fell but the
+ *       run time did not fall with it, as a queue of ours would, the run time becomes the base
+ *       instead of a second cut (a CPU taken by another JVM, a downstream slower for everyone);
  *   <li>a queue below {@link #alpha} raises it by a sixteenth a window, 2 at least (a step that lands
  *       between alpha and beta, so it settles, not saw-tooths past the knee), that many times the
  *       windows in a row it grew, up to a quarter (far below the knee, after a decrease that a
@@ -85,6 +88,15 @@ public final class AdaptiveLimit {
     private int overBeta;
     /** Windows in a row that raised the limit after the slow start. */
     private int grew;
+    /**
+     * The last change, if it was a cut for latency: the run time over the base then (else 0), and
+     * the records that ran then.
+     */
+    private double cutRatio;
+
+    private double cutRunning;
+    /** The window after a cut for latency: not judged. */
+    private boolean afterCut;
 
     // The open window, added to by any worker (adders: thousands of workers end records at once).
     private final LongAdder samples = new LongAdder();
@@ -267,6 +279,32 @@ public final class AdaptiveLimit {
         lastQueue = queue;
         double ratio = (double) rtt / Math.max(1, base);
         double over = slowStart ? startBeta(old) : beta(old);
+        if (afterCut) {
+            // Records started under the old limit end in it: what ran and their run time are
+            // the old limit's, still. The next window judges the cut.
+            afterCut = false;
+            return null;
+        }
+        if (queue > over
+                && cutRatio > 0
+                && running <= 0.92 * cutRunning
+                && ratio > cutRatio * Math.sqrt(running / cutRunning)
+                && ratio <= 1.25 * cutRatio) {
+            // The last cut lowered what ran, but not the run time as a queue of ours would (it
+            // falls in step with what runs): the latency is someone else's, a CPU taken by other
+            // work or a downstream slower for everyone. Cutting again would walk the limit down
+            // window by window for as long as it lasts; it becomes the base instead (a base too
+            // high comes down with the first faster window, and with the next probe). A run time
+            // that rose by more than a quarter is news (a capacity that fell), cut for as usual.
+            overBeta = 0;
+            cutRatio = 0;
+            java.util.Arrays.fill(bucketMin, Long.MAX_VALUE);
+            base(now, rtt);
+            lastQueue = 0;
+            lastChange = String.format(
+                    "latency %.1f× baseline did not fall with the limit: baseline re-learnt at %d", ratio, old);
+            return null;
+        }
         if (queue > over && ++overBeta < 2 && queue <= spike(old)) {
             // One window a little over: noise (a GC pause, a core taken) as often as load.
             return null;
@@ -276,7 +314,12 @@ public final class AdaptiveLimit {
             slowStart = false;
             int served = (int) Math.floor(running * base / (double) rtt);
             int to = clamp(Math.min(old - 1, Math.max(3 * old / 4, served + (int) Math.ceil(alpha(old)))));
-            return set(old, to, String.format("latency %.1f× baseline", ratio));
+            Change c = set(old, to, String.format("latency %.1f× baseline", ratio));
+            cutRatio = ratio;
+            cutRunning = running;
+            afterCut = true;
+            overBeta = 1; // a queue still over beta once the cut took effect is the second window
+            return c;
         }
         // Slow start doubles while the queue stays below beta (a young JVM's noise must not end
         // it at a tenth of the way); later the limit grows only with no queue at all.
@@ -294,6 +337,7 @@ public final class AdaptiveLimit {
                             ratio));
         }
         overBeta = 0;
+        cutRatio = 0; // the cut relieved it: a later queue is judged afresh
         if (!slowStart && now - lastProbe >= PROBE_EVERY_NANOS && old > min) {
             probe = Probe.SETTLING;
             probeFrom = old;
@@ -344,6 +388,8 @@ public final class AdaptiveLimit {
     }
 
     private Change set(int from, int to, String why, boolean probeStep) {
+        cutRatio = 0; // set again by a cut for latency, after this
+        afterCut = false;
         if (to == from) {
             return null;
         }

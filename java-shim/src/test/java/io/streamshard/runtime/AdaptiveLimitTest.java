@@ -24,6 +24,8 @@ class AdaptiveLimitTest {
         final boolean rejects;
         /** The most records ready at once (distinct keys with work). */
         int readyKeys = Integer.MAX_VALUE;
+        /** Every call this much slower, however many run (a CPU taken by other work). */
+        double slowdown = 1;
 
         Service(int capacity, long serviceNanos, boolean rejects) {
             this.capacity = capacity;
@@ -78,6 +80,7 @@ class AdaptiveLimitTest {
                 rtt = Math.max(s.serviceNanos, s.serviceNanos * running / s.capacity);
                 calls = Math.max(1, running * length / rtt);
             }
+            rtt = (long) (rtt * s.slowdown);
             for (long i = 0; i < calls; i++) {
                 boolean failed = i < rejected;
                 l.sample(failed ? MS / 10 : rtt, failed, running);
@@ -122,15 +125,15 @@ class AdaptiveLimitTest {
     void followsACapacityThatHalvesWithinAFewWindowsAndGrowsBackWhenItReturns() {
         Service s = new Service(200, 20 * MS, false);
         AdaptiveLimit l = limit(4096);
-        run(l, s, 200);
-        assertThat(outOfProbe(l, s)).isBetween(170, 230);
+        settles(l, s, 170, 230);
         s.capacity = 100;
-        List<Window> after = steady(run(l, s, 4));
+        // Each cut is judged in the second window after it (in the first, records started
+        // under the old limit end): two cuts in six windows.
+        List<Window> after = steady(run(l, s, 6));
         assertThat(after.get(after.size() - 1).limit()).isBetween(85, 115);
         assertThat(l.lastChange()).contains("latency").contains("baseline");
         s.capacity = 200;
-        run(l, s, 200);
-        assertThat(outOfProbe(l, s)).isBetween(170, 230);
+        settles(l, s, 170, 230);
     }
 
     @Test
@@ -157,6 +160,12 @@ class AdaptiveLimitTest {
         assertThat(after.subList(20, after.size()))
                 .as("and settles, without overshooting for good")
                 .allSatisfy(x -> assertThat(x.limit()).isBetween(170, 230));
+    }
+
+    /** Runs 20 s of windows, then until no probe is on; the limit is then within the bounds. */
+    private void settles(AdaptiveLimit l, Service s, int lo, int hi) {
+        run(l, s, 200);
+        assertThat(outOfProbe(l, s)).isBetween(lo, hi);
     }
 
     /** Runs windows until no probe is on; returns the limit. */
@@ -238,6 +247,28 @@ class AdaptiveLimitTest {
     }
 
     @Test
+    void aSlowdownThatIsNotOursDoesNotWalkTheLimitDown() {
+        // The service serves 40 at once; for 10 s every call is 1.3 times slower however many run
+        // (the app's cores taken by another JVM). A queue of ours shrinks as the limit is cut; this
+        // one does not, so after one cut the slower run time is the base, not a queue.
+        Service s = new Service(40, 50 * MS, false);
+        AdaptiveLimit l = limit(4096);
+        settles(l, s, 34, 46);
+        s.slowdown = 1.3;
+        List<Window> slow = steady(run(l, s, 100));
+        assertThat(slow)
+                .as("the limit while slower")
+                .allSatisfy(x -> assertThat(x.limit()).isGreaterThanOrEqualTo(28));
+        assertThat(median(slow)).as("%s", slow).isBetween(34, 46);
+        s.slowdown = 1;
+        settles(l, s, 34, 46);
+    }
+
+    private static int median(List<Window> w) {
+        return w.stream().mapToInt(Window::limit).sorted().toArray()[w.size() / 2];
+    }
+
+    @Test
     void oneNoisyWindowMovesNothingTwoDo() {
         AdaptiveLimit l = new AdaptiveLimit(1, 4096, 50, now);
         window(l, 20 * MS, 50); // the base; no queue: up
@@ -249,8 +280,13 @@ class AdaptiveLimitTest {
         assertThat(l.limit()).isEqualTo(settled);
         window(l, 23 * MS, settled);
         assertThat(l.limit()).isLessThan(settled);
-        // Far over, once: at once.
+        // The window after a cut is not judged (records started under the old limit end in it).
         int before = l.limit();
+        window(l, 60 * MS, before);
+        assertThat(l.limit()).isEqualTo(before);
+        window(l, 21 * MS, before); // the cut relieved it: holds
+        assertThat(l.limit()).isEqualTo(before);
+        // Far over, once: at once.
         window(l, 60 * MS, before);
         assertThat(l.limit()).isLessThan(before);
     }
