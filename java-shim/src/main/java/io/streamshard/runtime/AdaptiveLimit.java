@@ -289,21 +289,27 @@ public final class AdaptiveLimit {
                 && cutRatio > 0
                 && running <= 0.92 * cutRunning
                 && ratio > cutRatio * Math.sqrt(running / cutRunning)
-                && ratio <= 1.25 * cutRatio) {
+                && ratio <= 1.1 * cutRatio) {
             // The last cut lowered what ran, but not the run time as a queue of ours would (it
-            // falls in step with what runs): the latency is someone else's, a CPU taken by other
-            // work or a downstream slower for everyone. Cutting again would walk the limit down
-            // window by window for as long as it lasts; it becomes the base instead (a base too
-            // high comes down with the first faster window, and with the next probe). A run time
-            // that rose by more than a quarter is news (a capacity that fell), cut for as usual.
+            // falls in step with what runs): the latency looks like someone else's, a CPU taken
+            // by other work or a downstream slower for everyone. Cutting again would walk the
+            // limit down window by window for as long as it lasts; the run time becomes the base
+            // instead. A run time that rose by more than a tenth is news (a capacity that
+            // fell), cut for as usual. Checked at once by a probe: its window below the limit
+            // folds its run time into the base as a least, so a queue of ours taken for someone
+            // else's (a cut judged on a window of mixed records) is found in two windows.
             overBeta = 0;
-            cutRatio = 0;
             java.util.Arrays.fill(bucketMin, Long.MAX_VALUE);
             base(now, rtt);
             lastQueue = 0;
-            lastChange = String.format(
-                    "latency %.1f× baseline did not fall with the limit: baseline re-learnt at %d", ratio, old);
-            return null;
+            probe = Probe.SETTLING;
+            probeFrom = old;
+            return set(
+                    old,
+                    clamp(Math.max(1, 3 * old / 4)),
+                    String.format(
+                            "latency %.1f× baseline did not fall with the limit: baseline re-learnt, probing it",
+                            ratio));
         }
         if (queue > over && ++overBeta < 2 && queue <= spike(old)) {
             // One window a little over: noise (a GC pause, a core taken) as often as load.

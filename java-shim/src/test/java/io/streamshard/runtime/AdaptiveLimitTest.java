@@ -264,6 +264,31 @@ class AdaptiveLimitTest {
         settles(l, s, 34, 46);
     }
 
+    @Test
+    void aQueueOfOursTakenForSomeoneElsesIsFoundByTheProbe() {
+        // A service serving 40 at once in 20 ms. The slow start's last doubling, to 64, is judged
+        // on a window of mixed records (1.3× where 64 running make it 1.6×) and cut to 51; the
+        // queue at 51 then looks as if it had not fallen with the limit.
+        AdaptiveLimit l = new AdaptiveLimit(1, 4096, 32, now);
+        window(l, 20 * MS, 32);
+        assertThat(l.limit()).isEqualTo(64);
+        window(l, 26 * MS, 64);
+        assertThat(l.limit()).isEqualTo(51);
+        long atCut = 20 * MS * 51 / 40;
+        window(l, atCut, 51); // the cut's own records end: not judged
+        assertThat(l.limit()).isEqualTo(51);
+        window(l, atCut, 51);
+        assertThat(l.lastChange()).contains("re-learnt");
+        assertThat(l.baseNanos()).isEqualTo(atCut);
+        assertThat(l.probing()).isTrue();
+        window(l, 20 * MS, l.limit()); // below the knee: the probe's windows
+        window(l, 20 * MS, l.limit());
+        assertThat(l.probing()).isFalse();
+        assertThat(l.baseNanos()).as("the probe's run time, a least").isEqualTo(20 * MS);
+        window(l, atCut, l.limit());
+        assertThat(l.limit()).as("the queue, seen against the right base").isBetween(40, 44);
+    }
+
     private static int median(List<Window> w) {
         return w.stream().mapToInt(Window::limit).sorted().toArray()[w.size() / 2];
     }
