@@ -902,6 +902,7 @@ def streams_protocol_supported(classpath):
 def write_report(args, results, versions):
     os.makedirs(args.report_dir, exist_ok=True)
     kind = "-stock" if args.stock else "-virtual" if args.virtual_workers else ""
+    kind += "-long-calls" if args.long_calls else ""  # its own report, not the short calls' one
     base = os.path.join(args.report_dir, f"torture-{args.guarantee}{kind}")
     summary = {"guarantee": args.guarantee, "engine": "stock" if args.stock else "streamshard",
                "worker_threads": "virtual" if args.virtual_workers else "platform", "minutes": args.minutes, "seed": args.seed, "rate": args.rate,
