@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.LongAdder;
  *       by something else) moves nothing; the window after such a cut is not judged (records
  *       started under the old limit end in it), and if the next shows that what ran fell but the
  *       run time did not fall with it, as a queue of ours would, the run time becomes the base
- *       instead of a second cut (a CPU taken by another JVM, a downstream slower for everyone);
+ *       instead of a second cut (a CPU taken by another JVM, a downstream slower for everyone),
+ *       checked at once by a probe (below);
  *   <li>a queue below {@link #alpha} raises it by a sixteenth a window, 2 at least (a step that lands
  *       between alpha and beta, so it settles, not saw-tooths past the knee), that many times the
  *       windows in a row it grew, up to a quarter (far below the knee, after a decrease that a
@@ -302,14 +303,12 @@ public final class AdaptiveLimit {
             java.util.Arrays.fill(bucketMin, Long.MAX_VALUE);
             base(now, rtt);
             lastQueue = 0;
-            probe = Probe.SETTLING;
-            probeFrom = old;
-            return set(
+            return probe(
                     old,
-                    clamp(Math.max(1, 3 * old / 4)),
                     String.format(
                             "latency %.1f× baseline did not fall with the limit: baseline re-learnt, probing it",
-                            ratio));
+                            ratio),
+                    false);
         }
         if (queue > over && ++overBeta < 2 && queue <= spike(old)) {
             // One window a little over: noise (a GC pause, a core taken) as often as load.
@@ -345,11 +344,21 @@ public final class AdaptiveLimit {
         overBeta = 0;
         cutRatio = 0; // the cut relieved it: a later queue is judged afresh
         if (!slowStart && now - lastProbe >= PROBE_EVERY_NANOS && old > min) {
-            probe = Probe.SETTLING;
-            probeFrom = old;
-            return set(old, clamp(Math.max(1, 3 * old / 4)), "probing the unloaded run time", true);
+            return probe(old, "probing the unloaded run time", true);
         }
         return null;
+    }
+
+    /**
+     * Steps the limit down to 3/4 for two windows, whose second measures the run time below it
+     * (folded into the base as a least), then back to {@code old}.
+     *
+     * @param routine the every-10-s probe (not logged, not counted as a change)
+     */
+    private Change probe(int old, String why, boolean routine) {
+        probe = Probe.SETTLING;
+        probeFrom = old;
+        return set(old, clamp(Math.max(1, 3 * old / 4)), why, routine);
     }
 
     /** Samples a window needs: {@link #MIN_SAMPLES}, or twice a limit below 5. */
