@@ -32,9 +32,10 @@ class EosSerialRegionIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
     /**
      * The child's slow step and workers: slow enough (4 workers at 8 ms: ~500 records/s, about five
-     * seconds of input) that the kill lands while records are in flight. A commit drains what the
-     * task has handed out, so the child's per-task cap is small: with the default (1,000) the whole
-     * input is in flight at once and the first commit after the table comes only at the end.
+     * seconds of input) that the kill lands while records are in flight. The child's per-task cap
+     * is small, so that the commits (which cover what the serial region has run, with the region
+     * paused) come all through the input, with records in flight and held sends at each: with the
+     * default (1,000) the whole input would be in flight at once.
      */
     private static final int CHILD_SLOW_MS = 8;
 

@@ -23,6 +23,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -50,6 +51,7 @@ class PrefixCommitIT {
     private static final int RECORDS = 3_000;
     private static final int KEYS = 300;
     private static final String STORE = "seen";
+    private static final String SERIAL_STORE = "serial-seen";
     /** Now, not long ago: the test broker deletes input older than its retention. */
     private static final long BASE_TIME = System.currentTimeMillis();
 
@@ -61,6 +63,22 @@ class PrefixCommitIT {
     @Test
     void atLeastOnceCommitsGoOnPastASlowRecordAndNeverCoverUnfinishedWork() throws Exception {
         run(false);
+    }
+
+    /**
+     * The same with a serial region below the slow step (an unknown processor, 1 ms a record, that
+     * writes each record to a store of its own): a record is finished once the serial region ran
+     * it, so the watcher's "finished" is taken there, and the serial region falls behind the
+     * parallel one (a commit that covered records whose serial part had not run fails).
+     */
+    @Test
+    void exactlyOnceCommitsOfATaskWithASerialRegionGoOnPastASlowRecord() throws Exception {
+        run(true, true);
+    }
+
+    @Test
+    void atLeastOnceCommitsOfATaskWithASerialRegionGoOnPastASlowRecord() throws Exception {
+        run(false, true);
     }
 
     /** Record {@code i}'s timestamp: rising, with every seventh a little late (stock's partition time is the largest). */
@@ -82,7 +100,11 @@ class PrefixCommitIT {
     }
 
     private void run(boolean eos) throws Exception {
-        String suffix = Inputs.suffix(eos ? "pfxeos" : "pfx");
+        run(eos, false);
+    }
+
+    private void run(boolean eos, boolean split) throws Exception {
+        String suffix = Inputs.suffix((eos ? "pfxeos" : "pfx") + (split ? "s" : ""));
         String input = "pfx-in" + suffix;
         String output = "pfx-out" + suffix;
         String app = "it" + suffix;
@@ -116,7 +138,8 @@ class PrefixCommitIT {
         b.addStateStore(
                 Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(), Serdes.String())
                         .withCachingDisabled());
-        b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+        AtomicLong serialOnWorkers = new AtomicLong();
+        KStream<String, String> slow = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(
                         () -> new Processor<String, String, String, String>() {
                             private ProcessorContext<String, String> context;
@@ -145,13 +168,47 @@ class PrefixCommitIT {
                                 }
                                 seen.put(record.key(), record.value());
                                 context.forward(record);
-                                finished.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>())
-                                        .add(offset);
+                                if (!split) {
+                                    finished.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>())
+                                            .add(offset);
+                                }
                             }
                         },
                         Named.as("slow-step"),
-                        STORE)
-                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+                        STORE);
+        if (split) {
+            b.addStateStore(Stores.keyValueStoreBuilder(
+                            Stores.persistentKeyValueStore(SERIAL_STORE), Serdes.String(), Serdes.String())
+                    .withCachingDisabled());
+            slow = slow.process(
+                    () -> new Processor<String, String, String, String>() {
+                        private ProcessorContext<String, String> context;
+                        private KeyValueStore<String, String> store;
+
+                        @Override
+                        public void init(ProcessorContext<String, String> context) {
+                            this.context = context;
+                            this.store = context.getStateStore(SERIAL_STORE);
+                        }
+
+                        @Override
+                        public void process(Record<String, String> record) {
+                            if (!Thread.currentThread().getName().contains("-StreamThread-")) {
+                                serialOnWorkers.incrementAndGet();
+                            }
+                            Probe.sleep(1);
+                            store.put(record.key(), record.value());
+                            context.forward(record);
+                            finished.computeIfAbsent(
+                                            context.recordMetadata().get().partition(),
+                                            p -> new ConcurrentSkipListSet<>())
+                                    .add(context.recordMetadata().get().offset());
+                        }
+                    },
+                    Named.as("serial-step"),
+                    SERIAL_STORE);
+        }
+        slow.to(output, Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, app);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "100");
         if (eos) {
@@ -259,5 +316,10 @@ class PrefixCommitIT {
         // records in order.
         Inputs.assertInOrderOnce(BOOTSTRAP, output, RECORDS, suffix);
         Inputs.assertInOrderOnce(BOOTSTRAP, app + "-" + STORE + "-changelog", RECORDS, suffix);
+        if (split) {
+            // The unknown processor ran as the serial region, on the workers (not inline).
+            assertThat(serialOnWorkers.get()).as("serial parts run on workers").isGreaterThan(RECORDS / 2);
+            Inputs.assertInOrderOnce(BOOTSTRAP, app + "-" + SERIAL_STORE + "-changelog", RECORDS, suffix);
+        }
     }
 }

@@ -152,12 +152,13 @@ public final class StreamShardConfig extends AbstractConfig {
                             + "waits for no record; it covers the task's records in the order they were "
                             + "dequeued up to the first one not finished (per partition that record's "
                             + "offset, and the partition time stock had just before it), and a later "
-                            + "commit covers the rest. Under exactly-once the output, repartition and "
-                            + "changelog records of a record beyond that point are held and sent, in "
-                            + "dequeue order, into the transaction that commits its offset. all: every "
-                            + "commit waits until each record handed to the workers has finished. "
-                            + "Revocations, closes and punctuations always wait, and so do the commits "
-                            + "of a task with a serial region (windows, suppress, stream-stream joins).")
+                            + "commit covers the rest; a record of a task with a serial region (windows, "
+                            + "suppress, stream-stream joins) is finished once that region ran it. Under "
+                            + "exactly-once the output, repartition and changelog records of a record "
+                            + "beyond that point are held and sent, in dequeue order, into the "
+                            + "transaction that commits its offset. all: every commit waits until each "
+                            + "record handed to the workers has finished. Revocations, closes and "
+                            + "punctuations always wait.")
             .define(
                     COMMIT_HELD_MAX_BYTES,
                     Type.LONG,

@@ -14,12 +14,14 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 
 /** The ordered hand-back: append order is run order, one at a time, nothing left behind. */
 class SerialRegionTest {
     /** An entry whose serial part checks exclusivity and records its place. */
-    private static final class Probe extends SerialRegion.Entry {
+    private static class Probe extends SerialRegion.Entry {
         final int seq;
         final List<Integer> ran;
         final AtomicInteger inside;
@@ -55,46 +57,72 @@ class SerialRegionTest {
         SerialRegion region = new SerialRegion();
         // Finishers take entries from a shared queue; a small shuffle window reorders them.
         BlockingQueue<Probe> queue = new ArrayBlockingQueue<>(1024);
-        CountDownLatch done = new CountDownLatch(threads);
-        for (int t = 0; t < threads; t++) {
-            Thread th = new Thread(() -> {
-                try {
-                    while (true) {
-                        Probe p = queue.poll(10, TimeUnit.SECONDS);
-                        if (p == null || p.seq < 0) {
-                            return;
-                        }
-                        region.finished(p);
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } finally {
-                    done.countDown();
-                }
-            });
-            th.start();
-        }
-        Random random = new Random(7);
-        List<Probe> window = new ArrayList<>();
-        for (int i = 0; i < entries; i++) {
-            Probe p = new Probe(i, ran, inside, violation);
-            region.append(p);
-            window.add(p);
-            if (window.size() == 16 || i == entries - 1) {
-                Collections.shuffle(window, random);
-                for (Probe w : window) {
-                    queue.put(w);
-                }
-                window.clear();
-            }
-        }
-        for (int t = 0; t < threads; t++) {
-            queue.put(new Probe(-1, ran, inside, violation));
-        }
+        CountDownLatch done = finishers(region, queue, threads);
+        feed(region, queue, entries, 16, 7, threads, i -> new Probe(i, ran, inside, violation));
         assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
         assertThat(violation.get()).isNull();
         assertThat(region.empty()).as("every finished entry's serial part ran").isTrue();
         assertThat(region.backlog()).isZero();
+        assertRanInOrder(ran, entries);
+    }
+
+    /** Threads that finish the entries they take from {@code queue} until a negative one; counted down at their end. */
+    private static CountDownLatch finishers(SerialRegion region, BlockingQueue<Probe> queue, int threads) {
+        CountDownLatch done = new CountDownLatch(threads);
+        for (int t = 0; t < threads; t++) {
+            new Thread(() -> {
+                        try {
+                            while (true) {
+                                Probe p = queue.poll(10, TimeUnit.SECONDS);
+                                if (p == null || p.seq < 0) {
+                                    return;
+                                }
+                                region.finished(p);
+                            }
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        } finally {
+                            done.countDown();
+                        }
+                    })
+                    .start();
+        }
+        return done;
+    }
+
+    /**
+     * Appends {@code entries} probes and queues them for the finishers in shuffled windows of
+     * {@code window}, then one stop entry per finisher.
+     */
+    private static void feed(
+            SerialRegion region,
+            BlockingQueue<Probe> queue,
+            int entries,
+            int window,
+            long seed,
+            int finishers,
+            IntFunction<Probe> probe)
+            throws InterruptedException {
+        Random random = new Random(seed);
+        List<Probe> shuffled = new ArrayList<>();
+        for (int i = 0; i < entries; i++) {
+            Probe p = probe.apply(i);
+            region.append(p);
+            shuffled.add(p);
+            if (shuffled.size() == window || i == entries - 1) {
+                Collections.shuffle(shuffled, random);
+                for (Probe w : shuffled) {
+                    queue.put(w);
+                }
+                shuffled.clear();
+            }
+        }
+        for (int t = 0; t < finishers; t++) {
+            queue.put(probe.apply(-1));
+        }
+    }
+
+    private static void assertRanInOrder(List<Integer> ran, int entries) {
         assertThat(ran).hasSize(entries);
         for (int i = 0; i < entries; i++) {
             if (ran.get(i) != i) {
@@ -203,5 +231,95 @@ class SerialRegionTest {
         region.finished(fresh);
         assertThat(ran).containsExactly(2);
         assertThat(region.empty()).isTrue();
+    }
+
+    /**
+     * A commit's pause: while the region is paused no serial part runs (finishers keep finishing,
+     * their entries wait), a serial part that was running when the pause came has ended before
+     * pause returns, and after the resume every finished entry runs, in order, with no finisher
+     * left waiting.
+     */
+    @Test
+    void whilePausedNoSerialPartRunsAndAfterTheResumeAllDo() throws Exception {
+        int entries = 60_000;
+        int threads = 4;
+        List<Integer> ran = new ArrayList<>();
+        AtomicInteger inside = new AtomicInteger();
+        AtomicReference<String> violation = new AtomicReference<>();
+        SerialRegion region = new SerialRegion();
+        BlockingQueue<Probe> queue = new ArrayBlockingQueue<>(256);
+        CountDownLatch done = finishers(region, queue, threads);
+        // The pausing thread: pauses, checks that nothing runs for a while, resumes; again and again.
+        AtomicInteger pauses = new AtomicInteger();
+        AtomicInteger ranWhilePaused = new AtomicInteger();
+        Thread committer = new Thread(() -> {
+            while (done.getCount() > 0) {
+                if (!region.pause(TimeUnit.SECONDS.toNanos(10), () -> false)) {
+                    violation.compareAndSet(null, "pause timed out");
+                    return;
+                }
+                pauses.incrementAndGet();
+                if (inside.get() != 0) {
+                    violation.compareAndSet(null, "a serial part ran when pause returned");
+                }
+                int before;
+                synchronized (ran) {
+                    before = ran.size();
+                }
+                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(300));
+                int after;
+                synchronized (ran) {
+                    after = ran.size();
+                }
+                if (after != before || inside.get() != 0) {
+                    ranWhilePaused.incrementAndGet();
+                }
+                region.resume();
+                LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(200));
+            }
+        });
+        committer.start();
+        feed(region, queue, entries, 8, 5, threads, i -> new Probe(i, ran, inside, violation) {
+            @Override
+            protected void runSerialPart() {
+                synchronized (ran) { // the committer reads ran's size under the same lock
+                    super.runSerialPart();
+                }
+            }
+        });
+        assertThat(done.await(60, TimeUnit.SECONDS))
+                .as("no finisher left waiting")
+                .isTrue();
+        committer.join();
+        region.resume();
+        assertThat(violation.get()).isNull();
+        assertThat(ranWhilePaused.get())
+                .as("pauses during which a serial part ran")
+                .isZero();
+        assertThat(pauses.get()).as("pauses").isGreaterThan(10);
+        assertThat(region.empty()).as("every finished entry's serial part ran").isTrue();
+        synchronized (ran) {
+            assertRanInOrder(ran, entries);
+        }
+    }
+
+    /** A pause gives up (resumed) when the task failed: a serial part that threw holds the runner for good. */
+    @Test
+    void aPauseGivesUpOnAFailedRegion() {
+        SerialRegion region = new SerialRegion();
+        SerialRegion.Entry failing = new SerialRegion.Entry() {
+            @Override
+            protected void runSerialPart() {
+                throw new IllegalStateException("boom");
+            }
+        };
+        region.append(failing);
+        assertThatThrownBy(() -> region.finished(failing)).hasMessage("boom");
+        assertThat(region.pause(TimeUnit.SECONDS.toNanos(10), () -> true)).isFalse();
+        assertThat(region.paused()).isFalse();
+        assertThat(region.pause(TimeUnit.MILLISECONDS.toNanos(20), () -> false))
+                .as("timed out")
+                .isFalse();
+        assertThat(region.paused()).isFalse();
     }
 }

@@ -1,5 +1,6 @@
 package org.apache.kafka.streams.processor.internals;
 
+import io.streamshard.runtime.RecordTrace;
 import org.apache.kafka.clients.producer.Callback;
 import org.apache.kafka.clients.producer.ProducerRecord;
 
@@ -15,11 +16,22 @@ final class HeldSend {
     private final StreamsProducer producer;
     private final ProducerRecord<byte[], byte[]> record;
     private final Callback callback;
+    /** The record's trace (a tracing agent's), entered for the send; null: none. */
+    private final RecordTrace trace;
 
-    private HeldSend(StreamsProducer producer, ProducerRecord<byte[], byte[]> record, Callback callback) {
+    private final Object traced;
+
+    private HeldSend(
+            StreamsProducer producer,
+            ProducerRecord<byte[], byte[]> record,
+            Callback callback,
+            RecordTrace trace,
+            Object traced) {
         this.producer = producer;
         this.record = record;
         this.callback = callback;
+        this.trace = trace;
+        this.traced = traced;
     }
 
     /** StreamsProducer.send entry: whether the calling thread's record holds this send (then it is not made now). */
@@ -30,12 +42,25 @@ final class HeldSend {
         }
         long bytes =
                 (record.key() == null ? 0 : record.key().length) + (record.value() == null ? 0 : record.value().length);
-        f.hold.hold(new HeldSend(producer, record, callback), bytes);
+        f.hold.hold(new HeldSend(producer, record, callback, f.trace, f.traced), bytes);
         return true;
     }
 
-    /** On the StreamThread: the send, into its current transaction. */
+    /**
+     * On the StreamThread: the send, into its current transaction, inside the record's trace
+     * context (a tracing agent's publish span is then the record's process span's child, as in
+     * stock, though that span has ended).
+     */
     void send() {
-        producer.send(record, callback);
+        if (traced == null) {
+            producer.send(record, callback);
+            return;
+        }
+        Object scope = trace.enter(traced);
+        try {
+            producer.send(record, callback);
+        } finally {
+            trace.exit(scope);
+        }
     }
 }

@@ -41,11 +41,12 @@ import org.apache.kafka.common.metrics.Sensor;
  * scheduler reports every record of the task finished, the serial region is empty too: a drain
  * of the scheduler is a drain of both regions.
  *
- * <p>Commits. A regular commit of a task without a serial region waits for nothing
- * ({@code streamshard.commit.wait=none}): it covers the task's {@link CommitOrder}'s retired
- * prefix (the records dequeued before the first one not finished), and under exactly-once the
- * sends of records beyond it are held on them and made when they retire. Every other commit
- * (revocation, close), every punctuation and every commit of a task with a serial region drains.
+ * <p>Commits. A regular commit waits for no record ({@code streamshard.commit.wait=none}): it
+ * covers the task's {@link CommitOrder}'s retired prefix (the records dequeued before the first
+ * one not finished, a record of a task with a serial region once its serial part ran), and under
+ * exactly-once the sends of records beyond it are held on them and made when they retire. A task
+ * with a serial region pauses it for the commit (the parallel parts go on). Every other commit
+ * (revocation, close) and every punctuation drains.
  */
 public final class ShardedTask implements StreamShardMetrics.TaskView {
     final StreamShardInstances.Instance instance;
@@ -162,10 +163,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             serialNodes = null;
             serialRegion = null;
         }
-        // A serial region's nodes may keep processor metadata (emit-final windows) that a commit
-        // takes as of now, not as of its offsets: those tasks drain at every commit.
-        this.order =
-                serialRegion == null && !instance.config.commitWaitsForAll() ? new CommitOrder<>(HeldSend::send) : null;
+        // With a serial region, a record finishes when its serial part ran, and a commit pauses the
+        // region (beforeCommit): its nodes' state and processor metadata (emit-final windows), which
+        // a commit takes as of now, are then those of the records it covers.
+        this.order = !instance.config.commitWaitsForAll() ? new CommitOrder<>(HeldSend::send) : null;
         this.holdSends = order != null && instance.eos;
         this.heldMaxBytes = instance.config.commitHeldMaxBytes();
     }
@@ -325,6 +326,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * keep it until its next commit or close (up to commit.interval.ms later).
      */
     public boolean processable(boolean stock, AbstractPartitionGroup group) {
+        resumeSerialRegion();
         if (stock && order != null) {
             readPartitionTimes(group);
         }
@@ -410,6 +412,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      */
     public void beforeCommit(boolean clean) {
         committingPrefix = false;
+        resumeSerialRegion();
         if (shard == null) {
             return;
         }
@@ -418,7 +421,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } else if (order != null
                 && StreamShardInstances.inRegularCommit()
                 && !failure.failed()
-                && order.partitionTimesKnown()) {
+                && order.partitionTimesKnown()
+                && pauseSerialRegion()) {
+            // Retired after the pause: with a serial region, what retires is exactly what the
+            // region has run, and nothing more runs there until the commit has its offsets.
             order.retire();
             if (order.headHeldNanos(System.nanoTime())
                     > TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs())) {
@@ -429,8 +435,34 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
             } else {
                 committingPrefix = order.backlog() > 0;
             }
+            if (!committingPrefix) {
+                resumeSerialRegion(); // nothing of the task runs
+            }
         } else {
             drain();
+        }
+    }
+
+    /**
+     * Before a commit of the retired prefix: stops the serial region between two serial parts
+     * (its runner waits inside its own record; parallel parts go on) until the commit is over:
+     * its flush, its offsets with their processor metadata, the offsets' or transaction's commit
+     * and the checkpoint ({@link #commitNeededAfter}). False if a serial part did not end within the drain timeout or
+     * the task failed: the commit then drains. True at once for a task without a serial region.
+     */
+    private boolean pauseSerialRegion() {
+        return serialRegion == null
+                || serialRegion.pause(TimeUnit.MILLISECONDS.toNanos(instance.config.drainTimeoutMs()), failure::failed);
+    }
+
+    /**
+     * Lets the serial region go on after a commit's offsets were taken. Also called first by every
+     * path that may wait for the task's records (a paused runner waits inside one), so that a commit
+     * that threw after the pause cannot leave it paused.
+     */
+    private void resumeSerialRegion() {
+        if (serialRegion != null) {
+            serialRegion.resume();
         }
     }
 
@@ -440,6 +472,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * stock had just before it; the others commit what stock decided.
      */
     public Map<TopicPartition, OffsetAndMetadata> committable(Map<TopicPartition, OffsetAndMetadata> stock) {
+        // Stock's offsets carry the processor metadata as of now: the serial region's, paused.
         if (!committingPrefix || stock == null || stock.isEmpty()) {
             return stock;
         }
@@ -458,8 +491,13 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         return m;
     }
 
-    /** StreamTask.postCommit exit: whether the task still needs a commit (records the last one did not cover). */
+    /**
+     * StreamTask.postCommit exit: whether the task still needs a commit (records the last one did
+     * not cover). The serial region resumes here, after the checkpoint: writing it walks a segmented
+     * store's segments (windows, stream-stream joins), which a serial part's put may close.
+     */
     public boolean commitNeededAfter(boolean stock) {
+        resumeSerialRegion();
         boolean more = committingPrefix && StreamShardInstances.inRegularCommit() && order.backlog() > 0;
         committingPrefix = false;
         return stock || more;
@@ -475,6 +513,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         // Every drain is a barrier after which the StreamThread may run the task's code itself
         // (a punctuator, a commit's flush, inline records).
         threadMayHaveCached = true;
+        resumeSerialRegion();
         if (shard == null) {
             return;
         }
@@ -485,7 +524,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } finally {
             drains.add(System.nanoTime() - started);
         }
-        if (!drained) {
+        if (!drained || failure.failed()) {
             failure.rethrow();
         }
         if (serialRegion != null && !serialRegion.empty()) {
@@ -513,6 +552,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     }
 
     private void closeShard(CloseMode mode) {
+        resumeSerialRegion();
         // Forgotten only once closed: if the close times out (Kafka Streams may swallow that and
         // go on), the next suspend or close still finds the task and waits for its workers again.
         shard.close(mode);

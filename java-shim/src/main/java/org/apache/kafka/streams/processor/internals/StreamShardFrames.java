@@ -1,6 +1,7 @@
 package org.apache.kafka.streams.processor.internals;
 
 import io.streamshard.runtime.CommitOrder;
+import io.streamshard.runtime.RecordTrace;
 import io.streamshard.runtime.RetryPolicy;
 import io.streamshard.runtime.WorkerThread;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -54,6 +55,14 @@ public final class StreamShardFrames {
          * streamshard.commit.wait=none}); null: sends go to the producer at once.
          */
         CommitOrder.Entry<HeldSend> hold;
+        /**
+         * The tracing agent's state of the record (its trace), for the held sends: made later on the
+         * StreamThread, inside the record's context, as stock makes them inside its process span;
+         * null: no agent.
+         */
+        RecordTrace trace;
+
+        Object traced;
 
         Frame(
                 Object context,

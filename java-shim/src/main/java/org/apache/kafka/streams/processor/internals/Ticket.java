@@ -132,9 +132,8 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
         }
         boolean done = traced == null ? runParallelPart() : runParallelPartTraced();
         if (done && owner.serialRegion != null) {
-            owner.serialRegion.finished(this);
-        }
-        if (done && entry != null) {
+            owner.serialRegion.finished(this); // the entry finishes once its serial part ran
+        } else if (done && entry != null) {
             entry.finish();
         }
     }
@@ -188,7 +187,7 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
                 new StreamShardFrames.Frame(owner.context, rc, source, wallClockTime, streamTime, this);
         frame.retry = retry;
         frame.attempt = attempts;
-        frame.hold = owner.holdSends ? entry : null;
+        holdSendsOn(frame);
         StreamShardFrames.push(frame);
         boolean again = false;
         try {
@@ -211,6 +210,15 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
             }
         }
         return !again;
+    }
+
+    /** Exactly-once: the frame's sends are held on the record's entry, with its trace. */
+    private void holdSendsOn(StreamShardFrames.Frame frame) {
+        if (owner.holdSends) {
+            frame.hold = entry;
+            frame.trace = owner.instance.trace;
+            frame.traced = traced;
+        }
     }
 
     @Override
@@ -257,8 +265,15 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
     protected void runSerialPart() {
         if (traced == null) {
             runSerialPartUntraced();
-            return;
+        } else {
+            runSerialPartTraced();
         }
+        if (entry != null) {
+            entry.finish(); // a commit may cover the record now (a serial part that threw never does)
+        }
+    }
+
+    private void runSerialPartTraced() {
         RecordTrace trace = owner.instance.trace;
         Object scope = trace.enter(traced);
         try {
@@ -298,8 +313,11 @@ final class Ticket extends SerialRegion.Entry implements ShardExecutor.Retriable
 
     private void replay(ArrayList<Parked> p) {
         for (Parked f : p) {
-            StreamShardFrames.push(new StreamShardFrames.Frame(
-                    owner.context, f.recordContext, f.child, f.systemTimeMs, streamTime, null));
+            StreamShardFrames.Frame frame = new StreamShardFrames.Frame(
+                    owner.context, f.recordContext, f.child, f.systemTimeMs, streamTime, null);
+            // Exactly-once: the serial part's sends are the record's too, held until it retires.
+            holdSendsOn(frame);
+            StreamShardFrames.push(frame);
             try {
                 f.child.process(f.record);
                 if (f.child.isTerminalNode()) {
