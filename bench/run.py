@@ -170,6 +170,16 @@ def scenarios(quick):
                  "uniform", 4096, n(200000, 400),
                  [] if quick else ["streamshard", "streamshard-drain", "streamshard-virtual"], shape="join",
                  commit_ms=1000, note="As eos-200ms, at-least-once with commit.interval.ms = 1 s."),
+        # The same with a serial region (issue 37): the windowed count runs in dequeue order after
+        # the slow step; its commits paused that region and waited for no record since 2026-12-07.
+        Scenario("eos-window-200ms", "Exactly-once with a slow call and a window: 200 ms call → to(output) and "
+                 "windowedBy().count() (the task's serial region), exactly-once v2 (commits every 100 ms), "
+                 "4 partitions, 10,000 uniform keys, 4,096 workers", "sleep:200000", 4, 10000, "uniform", 4096,
+                 n(200000, 400), [] if quick else ["streamshard-virtual", "streamshard-virtual-drain"],
+                 guarantee="eos", shape="window",
+                 note="Virtual-thread workers. streamshard-virtual-drain: streamshard.commit.wait=all, every "
+                 "commit waits for every record handed to the workers (a task with a serial region did so at "
+                 "every commit before 2026-12-07)."),
         # workers=auto (issue 38): a service that works on 50 calls at once, 20 ms each, and queues
         # the rest (2,500 calls/s at most); fixed worker counts swept, then auto.
         Scenario("capacity", "A downstream with a capacity: an HTTP call to a service that works on 50 calls at "
@@ -233,7 +243,7 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     if engine == "pc":
         return java + ["-cp", classpath("pc"), "io.streamshard.bench.PcApp", BROKERS, run, inp, out, s.work,
                        s.guarantee, str(workers)]
-    if engine == "streamshard-virtual":
+    if engine.startswith("streamshard-virtual"):
         java[0] = VIRTUAL_JAVA
         java += ["--enable-native-access=ALL-UNNAMED", "-Dbench.set.streamshard.worker.threads=virtual"]
     agent = ["-javaagent:" + AGENT] if engine.startswith("streamshard") else []
@@ -252,7 +262,7 @@ def command(engine, s, workers, run, topics, quick, status_port=None):
     shape = s.shape
     if shape == "fk":
         java.append("-Dbench.set.statestore.cache.max.bytes=0")
-    if engine == "streamshard-drain":
+    if engine.endswith("-drain"):
         java.append("-Dbench.set.streamshard.commit.wait=all")
     if engine == "streamshard-retry":
         # The plain lambda; the agent retries (the loop's 100 ms as its backoff, at most 3 attempts).
@@ -364,7 +374,7 @@ def sweep_points(s, engine):
         return s.sweep or [s.workers]
     if engine.startswith("stock"):
         return s.sweep[:1]
-    if engine == "streamshard-virtual":
+    if engine.startswith("streamshard-virtual"):
         return s.sweep
     return [w for w in s.sweep if w <= MAX_PLATFORM_WORKERS]
 
@@ -828,7 +838,7 @@ def main():
         kept = [r for r in saved["results"] if (r["scenario"], r["engine"], r["workers"]) not in now]
         order = {s.name: i for i, s in enumerate(scenarios(a.quick))}
         engines = ["stock", "stock-4t", "stock+otel", "streamshard", "streamshard-drain", "streamshard-virtual",
-                   "streamshard-retry",
+                   "streamshard-virtual-drain", "streamshard-retry",
                    "streamshard+status",
                    "streamshard+otel", "streamshard+otel-last", "pc"]
         results = sorted(kept + results, key=lambda r: (order.get(r["scenario"], 99), engines.index(r["engine"]),

@@ -54,8 +54,9 @@ NEWEST_ITS="$OLDEST_ITS,DeadLetterQueueIT,RetryIT,CachedStoreIT"
 # (CrashIT), exactly-once with a serial region (EosSerialRegionIT), rebalances and dirty closes
 # (RebalanceIT), retries waiting on their key's lane (RetryIT), drains before punctuation
 # (PunctuatorIT), workers=auto against a service with a capacity (AdaptiveWorkersIT: virtual
-# workers held records mid-run and settled higher).
-VIRTUAL_ITS="ParallelIT,CrashIT,EosSerialRegionIT,RebalanceIT,RetryIT,PunctuatorIT,AdaptiveWorkersIT"
+# workers held records mid-run and settled higher), commits that wait for no record, with and
+# without a serial region, whose runner waits for the commit on a virtual thread (PrefixCommitIT).
+VIRTUAL_ITS="ParallelIT,CrashIT,EosSerialRegionIT,RebalanceIT,RetryIT,PunctuatorIT,AdaptiveWorkersIT,PrefixCommitIT"
 JDK25="${STREAMSHARD_JDK25:-/usr/lib/jvm/temurin-25-jdk-amd64}"
 # --full: every integration test on every other tested version.
 FULL_VERSIONS="3.9.2 4.0.2 4.1.2 4.2.2 4.4.0"
