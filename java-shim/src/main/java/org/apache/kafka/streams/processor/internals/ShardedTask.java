@@ -445,10 +445,11 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     /**
      * Before a commit of the retired prefix: stops the serial region between two serial parts
-     * (its runner waits inside its own record; parallel parts go on) until the commit is over:
-     * its flush, its offsets with their processor metadata, the offsets' or transaction's commit
-     * and the checkpoint ({@link #commitNeededAfter}). False if a serial part did not end within the drain timeout or
-     * the task failed: the commit then drains. True at once for a task without a serial region.
+     * (its runner waits inside its own record; parallel parts go on) for this task's own part of
+     * the commit: its flush and its offsets with their processor metadata ({@link #committable});
+     * under at-least-once once more for its checkpoint ({@link #beforePostCommit}). False if a
+     * serial part did not end within the drain timeout or the task failed: the commit then drains.
+     * True at once for a task without a serial region.
      */
     private boolean pauseSerialRegion() {
         return serialRegion == null
@@ -472,7 +473,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * stock had just before it; the others commit what stock decided.
      */
     public Map<TopicPartition, OffsetAndMetadata> committable(Map<TopicPartition, OffsetAndMetadata> stock) {
-        // Stock's offsets carry the processor metadata as of now: the serial region's, paused.
+        // Stock's offsets carry the processor metadata as of now: the serial region's, paused until
+        // here, the end of prepareCommit (it never holds a worker across the other tasks' commits).
+        resumeSerialRegion();
         if (!committingPrefix || stock == null || stock.isEmpty()) {
             return stock;
         }
@@ -492,10 +495,19 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     }
 
     /**
-     * StreamTask.postCommit exit: whether the task still needs a commit (records the last one did
-     * not cover). The serial region resumes here, after the checkpoint: writing it walks a segmented
-     * store's segments (windows, stream-stream joins), which a serial part's put may close.
+     * StreamTask.postCommit entry: at-least-once writes the checkpoint there, which walks a
+     * segmented store's segments (windows, stream-stream joins) that a serial part's put may close;
+     * the serial region pauses for it, until {@link #commitNeededAfter}. Exactly-once writes no
+     * checkpoint in a regular commit. If the region cannot pause (a serial part runs for a whole
+     * drain timeout), the task drains; a failed task's region runs nothing any more.
      */
+    public void beforePostCommit() {
+        if (committingPrefix && serialRegion != null && !instance.eos && !pauseSerialRegion() && !failure.failed()) {
+            drain();
+        }
+    }
+
+    /** StreamTask.postCommit exit: whether the task still needs a commit (records the last one did not cover). */
     public boolean commitNeededAfter(boolean stock) {
         resumeSerialRegion();
         boolean more = committingPrefix && StreamShardInstances.inRegularCommit() && order.backlog() > 0;

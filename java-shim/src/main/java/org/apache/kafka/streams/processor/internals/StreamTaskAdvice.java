@@ -79,9 +79,21 @@ public final class StreamTaskAdvice {
         }
     }
 
-    /** StreamTask.postCommit exit: a task whose commit left records uncovered still needs one. */
+    /**
+     * StreamTask.postCommit: at entry, a task with a serial region pauses it for the checkpoint;
+     * at exit (thrown or not), it resumes, and a task whose commit left records uncovered still
+     * needs one.
+     */
     public static final class PostCommit {
-        @Advice.OnMethodExit
+        @Advice.OnMethodEnter
+        static void enter(@Advice.This StreamTask task) {
+            ShardedTask s = StreamShardInstances.task(task);
+            if (s != null) {
+                s.beforePostCommit();
+            }
+        }
+
+        @Advice.OnMethodExit(onThrowable = Throwable.class)
         static void exit(
                 @Advice.This StreamTask task,
                 @Advice.FieldValue(value = "commitNeeded", readOnly = false) boolean needed) {
