@@ -7,8 +7,9 @@
 #   bash bench/profile_steady.sh SCENARIO [SCALE] [DELAY_S] [WINDOW_S]    (defaults 20, 28, 10)
 #
 # Needs a broker (scripts/lib/broker.sh or STREAMSHARD_BOOTSTRAP) and the built jars, as
-# bench/run.py does; STREAMSHARD_AGENT picks another agent jar (an A/B of two builds). The
-# collapsed profile and the run's results go to target/profile/<scenario>/.
+# bench/run.py does; STREAMSHARD_AGENT picks another agent jar (an A/B of two builds), ENGINE
+# another engine than streamshard (streamshard-virtual: the app runs on JDK 25, attached with its
+# own jcmd). The collapsed profile and the run's results go to target/profile/<scenario>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scenario="${1:?usage: bench/profile_steady.sh SCENARIO [SCALE] [DELAY_S] [WINDOW_S]}"
@@ -23,9 +24,13 @@ if [ ! -f "$ap/linux-x64/libasyncProfiler.so" ]; then
 fi
 lib="$ap/linux-x64/libasyncProfiler.so"
 out="target/profile/$scenario"
+jcmd=jcmd
+case "${ENGINE:-streamshard}" in
+  streamshard-virtual*) jcmd="$(dirname "$(python3 -c 'import sys; sys.path.insert(0, "bench"); import run; print(run.VIRTUAL_JAVA)')")/jcmd" ;;
+esac
 rm -rf "$out" && mkdir -p "$out"
 python3 bench/run.py --brokers "${STREAMSHARD_BOOTSTRAP:-127.0.0.1:9092}" --only "$scenario" \
-  --engines streamshard --scale "$scale" --out "$out" >"$out/bench.log" 2>&1 &
+  --engines "${ENGINE:-streamshard}" --scale "$scale" --out "$out" >"$out/bench.log" 2>&1 &
 bench=$!
 pid=""
 for _ in $(seq 1 1200); do
@@ -36,9 +41,9 @@ done
 [ -n "$pid" ] || { echo "profile_steady: the app did not start; see $out/bench.log" >&2; exit 1; }
 sleep "$delay"
 # jcmd reads key=value pairs itself: the profiler's options go in quotes of their own.
-jcmd "$pid" JVMTI.agent_load "$lib" '"start,event=cpu,interval=1ms"' >/dev/null
+"$jcmd" "$pid" JVMTI.agent_load "$lib" '"start,event=cpu,interval=1ms"' >/dev/null
 sleep "$window"
-jcmd "$pid" JVMTI.agent_load "$lib" "\"stop,file=$PWD/$out/window.collapsed,collapsed\"" >/dev/null
+"$jcmd" "$pid" JVMTI.agent_load "$lib" "\"stop,file=$PWD/$out/window.collapsed,collapsed\"" >/dev/null
 wait "$bench"
 grep "rate=" "$out/bench.log"
 records=$(python3 -c "
