@@ -269,9 +269,19 @@ public final class AdaptiveLimit {
             return set(old, probeFrom, "probe of the unloaded run time over", true);
         }
         if (failed > 0 && failed * 100 >= n) {
+            if (afterCut) {
+                // Records started under the old limit end in this window: their failures (a
+                // service that rejected them past its capacity) are the old limit's. The next
+                // window judges the cut; judging this one cut a rejecting service's limit three
+                // times for one overload (45, 40, 36, 33) and held it below the capacity.
+                afterCut = false;
+                return null;
+            }
             slowStart = false;
             int to = clamp((int) Math.floor(0.9 * Math.min(old, Math.max(1, running))));
-            return set(old, to, String.format("%d of %d attempts failed", failed, n));
+            Change c = set(old, to, String.format("%d of %d attempts failed", failed, n));
+            afterCut = true;
+            return c;
         }
         long rtt = okSum / Math.max(1, ok);
         lastRttNanos = rtt;
