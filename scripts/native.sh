@@ -4,6 +4,7 @@
 # this machine's platform among them, also the status CLI, into target/<profile>/streamshard-status.
 #
 #   bash scripts/native.sh [--platforms LIST] [--profile P]
+#   bash scripts/native.sh --check-jar JAR   fails unless the agent jar carries all six libraries
 #
 #   --platforms LIST  comma-separated, or "all" (the default) or "host" (this machine's only):
 #                     linux-x86_64, linux-aarch64        glibc 2.17 or later
@@ -18,16 +19,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-platforms=all profile=release
+platforms=all profile=release check_jar=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --platforms) platforms="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    --check-jar) check_jar="$2"; shift 2 ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
   esac
 done
 ALL="linux-x86_64,linux-aarch64,linux-x86_64-musl,linux-aarch64-musl,macos-aarch64,macos-x86_64"
 host="linux-$(uname -m | sed 's/arm64/aarch64/')"
+if [ -n "$check_jar" ]; then
+  # A jar whose other platforms' libraries were built elsewhere (scripts/test.sh builds them in the
+  # background) must not ship with one missing: the agent would run stock there.
+  listing=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$check_jar")
+  missing=""
+  for platform in ${ALL//,/ }; do
+    grep -qE "^META-INF/native/$platform/libstreamshard_jni\.(so|dylib)\$" <<<"$listing" || missing+=" $platform"
+  done
+  [ -z "$missing" ] || { echo "error: $check_jar has no native library for:$missing" >&2; exit 1; }
+  echo "==> $check_jar carries the native library of every platform (${ALL//,/, })"
+  exit 0
+fi
 case "$platforms" in
   all) platforms="$ALL" ;;
   host) platforms="$host" ;;

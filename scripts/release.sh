@@ -32,6 +32,7 @@ if [ "$build" = 1 ]; then
 fi
 jar="java-shim/target/$name.jar"
 [ -f "$jar" ] || { echo "error: no $jar (run without --no-build)" >&2; exit 1; }
+bash scripts/native.sh --check-jar "$jar"
 rm -rf dist && mkdir -p dist
 work=target/release-work
 rm -rf "$work" && mkdir -p "$work"

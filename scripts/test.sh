@@ -69,7 +69,7 @@ its_on() { # its_on VERSION [ITS]: the examples' integration tests on that Kafka
   local v="$1" its="${2:-}"
   step "Java: integration tests on Kafka Streams $v${its:+ ($(tr -cd , <<<"$its" | wc -c | awk '{print $1 + 1}') classes)}"
   guarded mvn -B --no-transfer-progress -pl java-shim,examples verify -Dstreams.version="$v" -Dit.forks="$IT_FORKS" \
-    -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dmatrix.cases="$MATRIX_CASES" -Dit.test="$its"}
+    -Dnative.platforms=host -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false ${its:+-Dmatrix.cases="$MATRIX_CASES" -Dit.test="$its"}
 }
 
 virtual_its() { # the VIRTUAL_ITS with virtual workers: the failsafe JVM and the apps it starts on JDK 25
@@ -77,7 +77,7 @@ virtual_its() { # the VIRTUAL_ITS with virtual workers: the failsafe JVM and the
   local log=target/virtual-its.log
   # JAVA_TOOL_OPTIONS reaches the child JVMs the crash and exactly-once tests start, too.
   JAVA_TOOL_OPTIONS="-Dstreamshard.worker.threads=virtual" mvn -B --no-transfer-progress -pl java-shim,examples \
-    verify -Dit.forks="$IT_FORKS" -Djvm="$JDK25/bin/java" -Dit.jvm.args=--enable-native-access=ALL-UNNAMED \
+    verify -Dit.forks="$IT_FORKS" -Dnative.platforms=host -Djvm="$JDK25/bin/java" -Dit.jvm.args=--enable-native-access=ALL-UNNAMED \
     -Dtest=none -Dsurefire.failIfNoSpecifiedTests=false -Dit.test="$VIRTUAL_ITS" 2>&1 | tee "$log"
   # Proof that the tests ran what they were meant to: the instances said their workers are virtual.
   grep -q "virtual workers for" "$log" || { echo "virtual_its: no instance had virtual workers" >&2; return 1; }
@@ -120,14 +120,28 @@ on_exit "kill $TOOLS_PID 2>/dev/null"
 tools_ready() {
   wait "$TOOLS_PID" || { cat target/cargo-tools.log >&2; echo "error: installing the cargo tools failed" >&2; return 1; }
 }
+step "cross-linking tools (Zig, cargo-zigbuild, the six Rust targets), for the native libraries"
+. scripts/lib/cross.sh
+# The five native libraries for the other platforms (release cross builds, minutes of CPU) build in
+# the background as well, at the lowest priority, into a target directory of their own (two cargo
+# builds in one would wait on each other's lock). Every integration test runs on this machine's
+# library only; the jar gets the other five before its platform smoke test (cross_ready).
+OTHER_PLATFORMS="linux-aarch64,linux-x86_64-musl,linux-aarch64-musl,macos-aarch64,macos-x86_64"
+nice -n 19 env CARGO_TARGET_DIR=target/cross bash scripts/native.sh --platforms "$OTHER_PLATFORMS" \
+  >target/cross-native.log 2>&1 &
+CROSS_PID=$!
+on_exit "kill $CROSS_PID 2>/dev/null"
+cross_ready() {
+  wait "$CROSS_PID" || { cat target/cross-native.log >&2; echo "error: the other platforms' native libraries failed to build" >&2; return 1; }
+  cat target/cross-native.log
+  cp -R target/cross/native/. target/native/
+}
 step "local Kafka broker for the integration tests"
 . scripts/lib/broker.sh
 step "Chromium for the status page test"
 . scripts/lib/browser.sh
-step "Java: the six native libraries, unit tests, the agent jar, integration tests on Kafka Streams 4.3.1"
-mvn -B --no-transfer-progress verify -Dit.forks="$IT_FORKS"
-step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the musl builds under musl's loader"
-bash tests/platforms/smoke.sh
+step "Java: this platform's native library, unit tests, the agent jar, integration tests on Kafka Streams 4.3.1"
+mvn -B --no-transfer-progress verify -Dit.forks="$IT_FORKS" -Dnative.platforms=host
 if [ "$mode" = full ]; then
   for v in $FULL_VERSIONS; do its_on "$v"; done
 else
@@ -135,8 +149,11 @@ else
   its_on "$NEWEST" "$NEWEST_ITS"
 fi
 guarded virtual_its
-step "the jars again on the default Kafka Streams, for the benchmark and the torture test"
-mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests
+step "the jars again on the default Kafka Streams, every platform's native library in the agent jar"
+cross_ready
+mvn -B -q --no-transfer-progress -pl java-shim,examples,bench/apps package -DskipTests -Dnative.platforms=host
+step "the jar's other platforms: linux-aarch64 in an emulated aarch64 JVM, the musl builds under musl's loader"
+bash tests/platforms/smoke.sh
 if [ "$mode" = full ]; then
   step "Kafka Streams' own integration tests, all of them, under the agent, hand-off forced on"
   guarded bash scripts/conformance.sh --no-build --rerun 1 --jobs 3
@@ -167,4 +184,4 @@ fi
 step "release build: the jar with its notices, its SHA-256, the CycloneDX SBOM (dist/)"
 bash scripts/release.sh --no-build
 step "scheduler demo, short run"
-cargo run --release --locked -q -p streamshard-core --example demo -- 400 64 2
+cargo run --locked -q -p streamshard-core --example demo -- 400 64 2
