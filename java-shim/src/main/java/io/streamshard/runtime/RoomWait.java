@@ -10,14 +10,34 @@ import java.util.Arrays;
  * returns (at 64 workers and 1 ms records, 1,000 records in 16 ms of a 100 ms poll). Instead the
  * thread notes each task it found at its cap ({@link #atCap}) and, before its next poll, waits
  * in the scheduler until one of them has room for a run of records ({@link #beforePoll}), at
- * most the poll time, then polls without blocking. Per StreamThread; not shared.
+ * most the poll time, then polls without blocking.
+ *
+ * <p>It also keeps the thread polling while a task waits for input. Kafka Streams' process loop
+ * polls only once no task processed a record in a pass; a task whose records run on the workers
+ * takes a few records each pass (as many as finished since the last), so the loop can run for
+ * seconds without a poll. The consumer meanwhile returns what it fetched one partition at a time,
+ * and the busy task's partition is never paused (its queue never fills: the records leave it for
+ * the workers as fast as they finish), so the other tasks' fetched records wait behind it: at the
+ * start of a backlog, tasks began 2 to 5 seconds apart, and the late ones' keys then ended the run
+ * alone. So once a task is found waiting for input ({@link #waitingForInput}), the loop is ended
+ * for a poll at most {@link #POLL_EVERY_NANOS} after the last one ({@link #pollDue}); the busy
+ * task's queue then fills, Kafka Streams pauses its partition, and the next polls return the
+ * others'. Per StreamThread; not shared.
  */
 public final class RoomWait {
     private static final ThreadLocal<RoomWait> CURRENT = ThreadLocal.withInitial(RoomWait::new);
 
+    /** How long a StreamThread with a task waiting for input goes without a poll, at most. */
+    static final long POLL_EVERY_NANOS = 20_000_000L;
+
     private ShardExecutor executor;
     private long[] tasks = new long[8];
     private int count;
+    private long lastPoll = System.nanoTime();
+    /** A task was found waiting for input since the last poll. */
+    private boolean inputWanted;
+    /** The process loop is being ended for a poll (every task answers not processable). */
+    private boolean pollNow;
 
     private RoomWait() {}
 
@@ -53,6 +73,14 @@ public final class RoomWait {
      */
     public static Duration beforePoll(Duration pollTime) {
         RoomWait w = CURRENT.get();
+        w.lastPoll = System.nanoTime();
+        w.inputWanted = false;
+        if (w.pollNow) {
+            // The loop was ended for this poll: no wait for room, which the next pass takes.
+            w.pollNow = false;
+            w.count = 0;
+            return Duration.ZERO;
+        }
         if (w.count == 0) {
             return pollTime;
         }
@@ -67,5 +95,30 @@ public final class RoomWait {
             return pollTime; // the instance is closing: poll as stock would
         }
         return Duration.ZERO;
+    }
+
+    /**
+     * On the StreamThread: stock found a task not processable (no record buffered for it, or one
+     * of its partitions waited on), so the thread's polls should not wait for its busy tasks.
+     */
+    public static void waitingForInput() {
+        CURRENT.get().inputWanted = true;
+    }
+
+    /**
+     * On the StreamThread, before a processable task takes a record: whether it should take none,
+     * so that Kafka Streams' process loop ends and the thread polls, since a task has waited for
+     * input for {@link #POLL_EVERY_NANOS} or more without one. Once true, true for every task
+     * until the poll.
+     */
+    public static boolean pollDue() {
+        RoomWait w = CURRENT.get();
+        if (!w.inputWanted) {
+            return false;
+        }
+        if (!w.pollNow && System.nanoTime() - w.lastPoll >= POLL_EVERY_NANOS) {
+            w.pollNow = true;
+        }
+        return w.pollNow;
     }
 }

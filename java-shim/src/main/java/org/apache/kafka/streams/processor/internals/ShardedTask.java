@@ -320,7 +320,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     /**
      * StreamTask.isProcessable exit, given what stock decided: a task at its cap (scheduler or
-     * serial backlog) is not processable. A task a worker failed throws that failure here, from
+     * serial backlog) is not processable, nor any while its StreamThread is due a poll because a
+     * task waits for input ({@link RoomWait#pollDue}). A task a worker failed throws that failure here, from
      * StreamTask.process, once none of its records runs: stock would have thrown it from the same
      * call while processing the record, and a task that receives no further record would otherwise
      * keep it until its next commit or close (up to commit.interval.ms later).
@@ -330,6 +331,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         if (stock && order != null) {
             readPartitionTimes(group);
         }
+        if (!stock) {
+            RoomWait.waitingForInput();
+        }
         if (shard == null) {
             return stock;
         }
@@ -338,7 +342,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } catch (RuntimeException e) {
             throw failure.atIsProcessable(e);
         }
-        if (!stock) {
+        if (!stock || RoomWait.pollDue()) {
             return false;
         }
         if (order != null) {
