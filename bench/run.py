@@ -170,6 +170,11 @@ def scenarios(quick):
                  "uniform", 4096, n(200000, 400),
                  [] if quick else ["streamshard", "streamshard-drain", "streamshard-virtual"], shape="join",
                  commit_ms=1000, note="As eos-200ms, at-least-once with commit.interval.ms = 1 s."),
+        Scenario("alos-1s-200ms-1k", "The same scaled to a quarter: 200 ms call → leftJoin a KTable → count, "
+                 "at-least-once, 1 s commits, 4 partitions, 2,500 uniform keys, 1,024 workers", "sleep:200000", 4,
+                 2500, "uniform", 1024, n(50000, 400), [] if quick else ["streamshard-virtual"], shape="join",
+                 commit_ms=1000, note="alos-1s-200ms at a quarter of its workers, keys and records: the same "
+                 "ideal run time (about 10 s) and per-key chains (20 records of 200 ms), a quarter of the CPU."),
         # The same with a serial region (issue 37): the windowed count runs in dequeue order after
         # the slow step; its commits paused that region and waited for no record since 2026-12-07.
         Scenario("eos-window-200ms", "Exactly-once with a slow call and a window: 200 ms call → to(output) and "
