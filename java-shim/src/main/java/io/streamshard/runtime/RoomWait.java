@@ -29,6 +29,12 @@ public final class RoomWait {
 
     /** How long a StreamThread with a task waiting for input goes without a poll, at most. */
     static final long POLL_EVERY_NANOS = 20_000_000L;
+    /**
+     * How long streamshard's tasks refuse records for a poll that does not come: tasks streamshard
+     * leaves stock (no hook of ours) on the same thread keep Kafka Streams' loop going until their
+     * queues are empty, and the workers would meanwhile run out of records.
+     */
+    static final long REFUSE_AT_MOST_NANOS = 5_000_000L;
 
     private ShardExecutor executor;
     private long[] tasks = new long[8];
@@ -36,8 +42,12 @@ public final class RoomWait {
     private long lastPoll = System.nanoTime();
     /** A task was found waiting for input since the last poll. */
     private boolean inputWanted;
-    /** The process loop is being ended for a poll (every task answers not processable). */
+    /** The process loop is being ended for a poll (every task answers not processable), since when. */
     private boolean pollNow;
+
+    private long pollNowSince;
+    /** Polls so far: a task that has not been asked since the last one is never refused. */
+    private long polls;
 
     private RoomWait() {}
 
@@ -75,6 +85,7 @@ public final class RoomWait {
         RoomWait w = CURRENT.get();
         w.lastPoll = System.nanoTime();
         w.inputWanted = false;
+        w.polls++;
         if (w.pollNow) {
             // The loop was ended for this poll: no wait for room, which the next pass takes.
             w.pollNow = false;
@@ -98,26 +109,45 @@ public final class RoomWait {
     }
 
     /**
-     * On the StreamThread: stock found a task not processable (no record buffered for it, or one
-     * of its partitions waited on), so the thread's polls should not wait for its busy tasks.
+     * On the StreamThread: stock found a task not processable (no record buffered for it, one of
+     * its partitions waited on; also a transaction commit pending, or a closed task), so the
+     * thread should not go long without a poll.
      */
     public static void waitingForInput() {
         CURRENT.get().inputWanted = true;
     }
 
+    /** On the StreamThread: how many polls it has made (a task compares it with the last it saw). */
+    public static long polls() {
+        return CURRENT.get().polls;
+    }
+
     /**
      * On the StreamThread, before a processable task takes a record: whether it should take none,
      * so that Kafka Streams' process loop ends and the thread polls, since a task has waited for
-     * input for {@link #POLL_EVERY_NANOS} or more without one. Once true, true for every task
-     * until the poll.
+     * input for {@link #POLL_EVERY_NANOS} or more without one. Asked only of a task already asked
+     * since the last poll (every task takes records once after each poll, however long the pass
+     * before it took). Once true, true for every task until the poll, or for {@link
+     * #REFUSE_AT_MOST_NANOS} if the poll does not come; then the tasks take records again and the
+     * wait starts over.
      */
     public static boolean pollDue() {
         RoomWait w = CURRENT.get();
         if (!w.inputWanted) {
             return false;
         }
-        if (!w.pollNow && System.nanoTime() - w.lastPoll >= POLL_EVERY_NANOS) {
+        long now = System.nanoTime();
+        if (w.pollNow) {
+            if (now - w.pollNowSince < REFUSE_AT_MOST_NANOS) {
+                return true;
+            }
+            w.pollNow = false;
+            w.lastPoll = now;
+            return false;
+        }
+        if (now - w.lastPoll >= POLL_EVERY_NANOS) {
             w.pollNow = true;
+            w.pollNowSince = now;
         }
         return w.pollNow;
     }

@@ -52,9 +52,13 @@ class RoomWaitTest {
     @Test
     void aTaskWaitingForInputEndsTheLoopOnceThePollIsDueAndThePollDoesNotWait() throws Exception {
         onFreshThread(() -> {
+            long polled = System.nanoTime();
             RoomWait.beforePoll(POLL);
             RoomWait.waitingForInput();
-            assertFalse(RoomWait.pollDue(), "just polled: not due yet");
+            boolean due = RoomWait.pollDue();
+            if (System.nanoTime() - polled < RoomWait.POLL_EVERY_NANOS) {
+                assertFalse(due, "just polled: not due yet");
+            }
             sleep(DUE_MS);
             assertTrue(RoomWait.pollDue(), "a task waited for input since the last poll");
             assertTrue(RoomWait.pollDue(), "every task answers not processable until the poll");
@@ -64,6 +68,29 @@ class RoomWaitTest {
             sleep(DUE_MS);
             assertFalse(RoomWait.pollDue(), "no task said since the poll that it waits for input");
             assertEquals(POLL, RoomWait.beforePoll(POLL), "a poll the loop ended by itself: stock's poll time");
+        });
+    }
+
+    @Test
+    void withoutThePollTheTasksTakeRecordsAgainAfterAWhile() throws Exception {
+        onFreshThread(() -> {
+            long before = RoomWait.polls();
+            RoomWait.beforePoll(POLL);
+            assertEquals(
+                    before + 1, RoomWait.polls(), "each poll counted (a task never refused before it was asked once)");
+            RoomWait.waitingForInput();
+            sleep(DUE_MS);
+            assertTrue(RoomWait.pollDue(), "due");
+            // Tasks left stock on the same thread keep Kafka Streams' loop going: no poll comes.
+            sleep(RoomWait.REFUSE_AT_MOST_NANOS / 1_000_000 + 5);
+            assertFalse(RoomWait.pollDue(), "refused long enough without a poll: records are taken again");
+            long restarted = System.nanoTime();
+            boolean due = RoomWait.pollDue();
+            if (System.nanoTime() - restarted < RoomWait.POLL_EVERY_NANOS) {
+                assertFalse(due, "and the wait for the next poll starts over");
+            }
+            sleep(DUE_MS);
+            assertTrue(RoomWait.pollDue(), "due again, a task still waiting for input");
         });
     }
 }

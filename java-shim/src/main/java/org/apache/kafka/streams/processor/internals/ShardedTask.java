@@ -68,6 +68,8 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     final RecordTimes times;
 
     private final int maxBacklog;
+    /** {@link RoomWait#polls} when {@link #processable} was last asked (StreamThread only). */
+    private long askedAtPoll = -1;
     /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
     final RetryPolicy retry;
     /** The ordered hand-back into the serial region; null if the task has none. */
@@ -342,7 +344,10 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } catch (RuntimeException e) {
             throw failure.atIsProcessable(e);
         }
-        if (!stock || RoomWait.pollDue()) {
+        long polls = RoomWait.polls();
+        boolean askedSincePoll = polls == askedAtPoll;
+        askedAtPoll = polls;
+        if (!stock || (askedSincePoll && RoomWait.pollDue())) {
             return false;
         }
         if (order != null) {
