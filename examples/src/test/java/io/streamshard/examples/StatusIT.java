@@ -85,6 +85,11 @@ class StatusIT {
             streams.setStateListener((now, before) ->
                     states.add(String.format("+%d ms %s->%s", (System.nanoTime() - t0) / 1_000_000, before, now)));
             streams.start();
+            // A task reports a committed offset only once it commits on this instance (as in Kafka
+            // Streams' TaskMetadata). Records handled before a follow-up rebalance moved their task
+            // (CI once saw one 3 ms after RUNNING) are committed by the thread that gave it up, and
+            // the new owner shows none until it has records of its own: produce once it settled.
+            awaitSettled(states);
 
             produce(a, w, s, 0);
             waitCommitted(appId, List.of(a, w, s), BATCH);
@@ -203,6 +208,26 @@ class StatusIT {
         awaitRunning(addr, states);
     }
 
+    /** Once the app has been RUNNING for 2 s with no state change (60 s at most). */
+    private static void awaitSettled(List<String> states) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int seen = -1;
+        long since = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            int now = states.size();
+            if (now != seen) {
+                seen = now;
+                since = System.nanoTime();
+            } else if (now > 0
+                    && states.get(now - 1).endsWith("->RUNNING")
+                    && System.nanoTime() - since >= TimeUnit.SECONDS.toNanos(2)) {
+                return;
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("the app never stayed RUNNING for 2 s; state changes: " + states);
+    }
+
     /**
      * The status once it shows the app RUNNING. A rebalance may start after the commits (CI once saw
      * the app REBALANCING with every offset committed), and the status shows it truthfully; it must
@@ -284,14 +309,17 @@ class StatusIT {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         Map<String, Long> sums = new HashMap<>();
         String state = "";
+        List<String> seen = new ArrayList<>();
         while (System.nanoTime() < deadline) {
             JsonNode last = status(addr);
             state = last.at("/instance/state").asText();
             boolean all = last.at("/tasks").size() == 6 && state.equals("RUNNING");
             sums = new HashMap<>();
+            seen = new ArrayList<>();
             for (JsonNode t : last.at("/tasks")) {
                 for (JsonNode part : t.at("/partitions")) {
                     sums.merge(part.at("/topic").asText(), part.at("/committed").asLong(0), Long::sum);
+                    seen.add(t.at("/id").asText() + "@" + t.at("/thread").asText() + ":" + part.at("/committed"));
                 }
             }
             if (all && sums.size() == 3 && sums.values().stream().allMatch(v -> v == perTopic)) {
@@ -300,7 +328,7 @@ class StatusIT {
             Thread.sleep(100);
         }
         throw new AssertionError("the status never showed " + perTopic + " committed per topic while RUNNING; last "
-                + "seen: " + sums + " in state " + state + "; state changes: " + states);
+                + "seen: " + sums + " in state " + state + ", per task " + seen + "; state changes: " + states);
     }
 
     private static long committedSum(JsonNode snap, String topic) {
