@@ -13,6 +13,8 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -29,8 +31,12 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.LogAndContinueExceptionHandler;
 import org.apache.kafka.streams.errors.LogAndFailExceptionHandler;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -214,6 +220,89 @@ class BadInputIT {
                 .contains("on 1 key")
                 .contains("partition 0 from offset " + POISON);
         assertThat(closeMs).as("close() after the failure, ms").isLessThan(45_000);
+        assertThat(committed(appId, in))
+                .as("committed offset (the stuck record is offset %d)", POISON)
+                .isLessThanOrEqualTo(POISON);
+    }
+
+    /**
+     * The same in a serial region (an unknown processor after the slow step): a commit first
+     * pauses the region, which cannot pause while the stuck serial part runs, then drains. The two
+     * share one drain timeout: the StreamThread fails within it (plus a commit interval), not after
+     * twice it (the pause's wait, then a whole drain timeout more), which could pass {@code
+     * max.poll.interval.ms} where the drain timeout alone would not.
+     */
+    @Test
+    void aSerialPartBlockedForeverFailsWithinOneDrainTimeout() throws Exception {
+        String suffix = Inputs.suffix("stuck-serial");
+        String in = "bad-in" + suffix;
+        String out = "bad-out" + suffix;
+        input(in, "stuck");
+        CountDownLatch never = new CountDownLatch(1);
+        AtomicLong stuckAt = new AtomicLong();
+        StreamsBuilder b = new StreamsBuilder();
+        b.stream(in, Consumed.with(Serdes.String(), Serdes.String()))
+                .mapValues(v -> v)
+                .process(() -> new Processor<String, String, String, String>() {
+                    private ProcessorContext<String, String> context;
+
+                    @Override
+                    public void init(ProcessorContext<String, String> context) {
+                        this.context = context;
+                    }
+
+                    @Override
+                    public void process(Record<String, String> r) {
+                        if (r.value().equals("stuck")) {
+                            stuckAt.set(System.nanoTime());
+                            try {
+                                never.await();
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                        }
+                        context.forward(r);
+                    }
+                })
+                .to(out, Produced.with(Serdes.String(), Serdes.String()));
+        OrderProducer.createTopics(BOOTSTRAP, 1, List.of(out));
+        String appId = "bad" + suffix;
+        Properties p = config(appId);
+        long drainTimeoutMs = 3000;
+        p.put("streamshard.drain.timeout.ms", Long.toString(drainTimeoutMs));
+        AtomicReference<Throwable> uncaught = new AtomicReference<>();
+        AtomicLong failedAt = new AtomicLong();
+        KafkaStreams streams = new KafkaStreams(b.build(), p);
+        try {
+            streams.setUncaughtExceptionHandler(e -> {
+                failedAt.compareAndSet(0, System.nanoTime());
+                uncaught.compareAndSet(null, e);
+                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            });
+            streams.start();
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (uncaught.get() == null && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+        } finally {
+            never.countDown(); // the call answers at last: the close need not wait for it
+            streams.close(Duration.ofSeconds(60));
+        }
+        Throwable root = uncaught.get();
+        assertThat(root).as("the StreamThread's exception").isNotNull();
+        assertThat(stuckAt.get()).as("the stuck serial part ran").isNotZero();
+        long failedAfterMs = TimeUnit.NANOSECONDS.toMillis(failedAt.get() - stuckAt.get());
+        // One drain timeout and at most one commit interval (200 ms) before the first commit that
+        // pauses; the pause's wait followed by a whole drain took two drain timeouts.
+        assertThat(failedAfterMs)
+                .as("ms from the stuck serial part's start to the StreamThread's failure")
+                .isBetween(drainTimeoutMs, drainTimeoutMs * 3 / 2);
+        assertThat(Inputs.causedBy(
+                        root,
+                        c -> c instanceof DrainTimeoutException
+                                && c.getMessage().contains("for its serial region to pause")))
+                .as("a DrainTimeoutException naming the pause in the cause chain of %s", root)
+                .isTrue();
         assertThat(committed(appId, in))
                 .as("committed offset (the stuck record is offset %d)", POISON)
                 .isLessThanOrEqualTo(POISON);

@@ -44,7 +44,10 @@ import org.junit.jupiter.api.Test;
  * the other partition's slow record ran (a commit that drains the StreamThread's tasks would stall
  * them all), from the app's first record on. Afterwards the output, read committed, holds
  * every input record once, in per-key order, and so does the changelog of the store the slow step
- * writes each record's sequence to (no cache: every write is a changelog record).
+ * writes each record's sequence to (no cache: every write is a changelog record). With a serial
+ * region (the split cases), a store the region writes watches its own flush ({@link FlushWatch}):
+ * no write may land while a commit flushes it (the region pauses for the commit; at-least-once
+ * flushes it at every commit's checkpoint).
  */
 class PrefixCommitIT {
     private static final String BOOTSTRAP = System.getProperty("streamshard.it.bootstrap", "127.0.0.1:9092");
@@ -52,6 +55,7 @@ class PrefixCommitIT {
     private static final int KEYS = 300;
     private static final String STORE = "seen";
     private static final String SERIAL_STORE = "serial-seen";
+    private static final String SERIAL_WATCH = "serial-watched";
     /** Now, not long ago: the test broker deletes input older than its retention. */
     private static final long BASE_TIME = System.currentTimeMillis();
 
@@ -139,6 +143,7 @@ class PrefixCommitIT {
                 Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(), Serdes.String())
                         .withCachingDisabled());
         AtomicLong serialOnWorkers = new AtomicLong();
+        FlushWatch.Seen serialWatch = new FlushWatch.Seen();
         KStream<String, String> slow = b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                 .process(
                         () -> new Processor<String, String, String, String>() {
@@ -180,15 +185,22 @@ class PrefixCommitIT {
             b.addStateStore(Stores.keyValueStoreBuilder(
                             Stores.persistentKeyValueStore(SERIAL_STORE), Serdes.String(), Serdes.String())
                     .withCachingDisabled());
+            // Written by the serial region too: its flushes (an at-least-once commit's checkpoint
+            // flushes every store; exactly-once, only a close) must see no write.
+            b.addStateStore(Stores.keyValueStoreBuilder(
+                            FlushWatch.supplier(SERIAL_WATCH, serialWatch), Serdes.String(), Serdes.String())
+                    .withCachingDisabled());
             slow = slow.process(
                     () -> new Processor<String, String, String, String>() {
                         private ProcessorContext<String, String> context;
                         private KeyValueStore<String, String> store;
+                        private KeyValueStore<String, String> watched;
 
                         @Override
                         public void init(ProcessorContext<String, String> context) {
                             this.context = context;
                             this.store = context.getStateStore(SERIAL_STORE);
+                            this.watched = context.getStateStore(SERIAL_WATCH);
                         }
 
                         @Override
@@ -198,6 +210,7 @@ class PrefixCommitIT {
                             }
                             Probe.sleep(1);
                             store.put(record.key(), record.value());
+                            watched.put(record.key(), record.value());
                             context.forward(record);
                             finished.computeIfAbsent(
                                             context.recordMetadata().get().partition(),
@@ -206,7 +219,8 @@ class PrefixCommitIT {
                         }
                     },
                     Named.as("serial-step"),
-                    SERIAL_STORE);
+                    SERIAL_STORE,
+                    SERIAL_WATCH);
         }
         slow.to(output, Produced.with(Serdes.String(), Serdes.String()));
         Properties p = EnrichmentApp.config(BOOTSTRAP, app);
@@ -320,6 +334,19 @@ class PrefixCommitIT {
             // The unknown processor ran as the serial region, on the workers (not inline).
             assertThat(serialOnWorkers.get()).as("serial parts run on workers").isGreaterThan(RECORDS / 2);
             Inputs.assertInOrderOnce(BOOTSTRAP, app + "-" + SERIAL_STORE + "-changelog", RECORDS, suffix);
+            // No write landed in a flush of the region's store (each takes a few ms, while the
+            // region writes about every millisecond): the region was paused for it.
+            assertThat(serialWatch.violation.get())
+                    .as("a serial part wrote during a commit's flush")
+                    .isNull();
+            assertThat(serialWatch.writes.get())
+                    .as("writes to the watched store")
+                    .isEqualTo(RECORDS);
+            if (!eos) {
+                assertThat(serialWatch.flushes.get())
+                        .as("commits that flushed it (their checkpoints)")
+                        .isGreaterThan(10);
+            }
         }
     }
 }

@@ -544,8 +544,13 @@ public final class ShardExecutor implements AutoCloseable {
          * scheduler's {@code DrainTimeoutException}.
          */
         public boolean drain() {
+            return drain(drainTimeoutMs);
+        }
+
+        /** {@link #drain()}, waiting at most {@code timeoutMs} (what is left of a commit's drain timeout). */
+        public boolean drain(long timeoutMs) {
             try {
-                scheduler.drain(new long[] {handle}, drainTimeoutMs);
+                scheduler.drain(new long[] {handle}, timeoutMs);
                 return true;
             } catch (TaskFailedException e) {
                 return false;

@@ -12,6 +12,7 @@ import io.streamshard.runtime.RoomWait;
 import io.streamshard.runtime.SerialRegion;
 import io.streamshard.runtime.ShardExecutor;
 import io.streamshard.scheduler.CloseMode;
+import io.streamshard.scheduler.DrainTimeoutException;
 import io.streamshard.scheduler.RecordTotals;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -420,6 +421,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * dirty one (Kafka Streams' {@code clean == false}) drops the queued records instead.
      */
     public void beforeCommit(boolean clean) {
+        long since = System.nanoTime();
         committingPrefix = false;
         resumeSerialRegion();
         if (shard == null) {
@@ -440,7 +442,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                 // One record has held every commit for a whole drain timeout: this commit waits
                 // for it, and a call that never answers fails the StreamThread as a draining
                 // commit would have (DrainTimeoutException), rather than holding the task forever.
-                drain();
+                drainRest(since);
             } else {
                 committingPrefix = order.backlog() > 0;
             }
@@ -448,7 +450,30 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
                 resumeSerialRegion(); // nothing of the task runs
             }
         } else {
-            drain();
+            drainRest(since);
+        }
+    }
+
+    /**
+     * A drain within what is left of the drain timeout since {@code since} (a pause for the same
+     * commit may have waited for part of it): the StreamThread waits at most one drain timeout per
+     * commit step, as {@code streamshard.drain.timeout.ms}'s check against {@code
+     * max.poll.interval.ms} assumes. 1 ms at least: a drain with nothing to wait for succeeds. Its
+     * timeout names both waits.
+     */
+    private void drainRest(long since) {
+        long timeoutMs = instance.config.drainTimeoutMs();
+        long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since);
+        if (waitedMs == 0) {
+            drain(timeoutMs);
+            return;
+        }
+        try {
+            drain(Math.max(1, timeoutMs - waitedMs));
+        } catch (DrainTimeoutException e) {
+            throw new DrainTimeoutException("streamshard: a commit of task " + task.id() + " waited " + waitedMs
+                    + " ms for its serial region to pause, then drained for the rest of "
+                    + StreamShardConfig.DRAIN_TIMEOUT_MS + " (" + timeoutMs + " ms): " + e.getMessage());
         }
     }
 
@@ -511,8 +536,9 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
      * drain timeout), the task drains; a failed task's region runs nothing any more.
      */
     public void beforePostCommit() {
+        long since = System.nanoTime();
         if (committingPrefix && serialRegion != null && !instance.eos && !pauseSerialRegion() && !failure.failed()) {
-            drain();
+            drainRest(since);
         }
     }
 
@@ -531,6 +557,11 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     /** Waits for every handed-out record, both regions; rethrows a worker's failure. */
     public void drain() {
+        drain(instance.config.drainTimeoutMs());
+    }
+
+    /** {@link #drain()}, waiting at most {@code timeoutMs}. */
+    private void drain(long timeoutMs) {
         // Every drain is a barrier after which the StreamThread may run the task's code itself
         // (a punctuator, a commit's flush, inline records).
         threadMayHaveCached = true;
@@ -541,7 +572,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         long started = System.nanoTime();
         boolean drained;
         try {
-            drained = shard.drain();
+            drained = shard.drain(timeoutMs);
         } finally {
             drains.add(System.nanoTime() - started);
         }
