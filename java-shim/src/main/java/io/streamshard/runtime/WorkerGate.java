@@ -24,6 +24,7 @@ final class WorkerGate {
     private volatile int allowed;
 
     WorkerGate(AdaptiveLimit limit) {
+        timing = true;
         this.limit = limit;
         this.allowed = limit.limit();
     }
@@ -90,16 +91,41 @@ final class WorkerGate {
         }
     }
 
-    /** Before a record runs: returns its start, ns. */
+    /** Before a record runs: returns its start on {@link #clock}. */
     long begin() {
         running.incrementAndGet();
-        return System.nanoTime();
+        return clock();
     }
 
     /** After it ran ({@code failed}: it threw, or asked for a retry). */
     void end(long start, boolean failed) {
-        long took = System.nanoTime() - start;
+        long took = clock() - start;
         limit.sample(took, failed, running.getAndDecrement());
+    }
+
+    /**
+     * Whether any gate exists: only then do serial regions time what they run for {@link
+     * #outside} (the cost of two clock readings a record).
+     */
+    static volatile boolean timing;
+
+    /** Per thread: time spent in a task's serial region, ns, since the thread began. */
+    private static final ThreadLocal<long[]> OUTSIDE = ThreadLocal.withInitial(() -> new long[1]);
+
+    /**
+     * Time the calling worker spent outside the slow step, in a task's serial region: running the
+     * serial parts due (its record's and the records' before it that it found finished), or
+     * waiting there for a commit's pause to end. It is the task's ordered local work, not the
+     * downstream's: counted in a record's run time, a commit's pause would read as a queue at the
+     * service, and a runner's turn at the region as latency of its own call.
+     */
+    static void outside(long nanos) {
+        OUTSIDE.get()[0] += nanos;
+    }
+
+    /** The calling thread's clock for run times: wall time less its time in serial regions. */
+    static long clock() {
+        return System.nanoTime() - OUTSIDE.get()[0];
     }
 
     /** Ends every wait in {@link #enter}, now and later. */

@@ -322,4 +322,60 @@ class SerialRegionTest {
                 .isFalse();
         assertThat(region.paused()).isFalse();
     }
+
+    /**
+     * With workers=auto, a worker's time in the serial region (running the serial parts due,
+     * waiting out a commit's pause) is left out of its record's run time: it is the task's local
+     * ordered work, and counted in, a commit's pause would read as a queue at the downstream.
+     */
+    @Test
+    void aWorkersTimeInTheSerialRegionIsNotInItsRecordsRunTime() throws Exception {
+        boolean before = WorkerGate.timing;
+        WorkerGate.timing = true;
+        try {
+            SerialRegion region = new SerialRegion();
+            SerialRegion.Entry slow = new SerialRegion.Entry() {
+                @Override
+                protected void runSerialPart() {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(40));
+                }
+            };
+            region.append(slow);
+            long wall0 = System.nanoTime();
+            long clock0 = WorkerGate.clock();
+            region.finished(slow);
+            long wall = System.nanoTime() - wall0;
+            long clock = WorkerGate.clock() - clock0;
+            assertThat(wall).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(40));
+            assertThat(clock).as("run time counted, ns (wall %d)", wall).isLessThan(TimeUnit.MILLISECONDS.toNanos(5));
+
+            // A commit's pause: the runner waits inside its record for the resume.
+            SerialRegion.Entry next = new SerialRegion.Entry() {
+                @Override
+                protected void runSerialPart() {}
+            };
+            region.append(next);
+            assertThat(region.pause(TimeUnit.SECONDS.toNanos(10), () -> false)).isTrue();
+            long[] runner = new long[2];
+            Thread t = new Thread(() -> {
+                long w0 = System.nanoTime();
+                long c0 = WorkerGate.clock();
+                region.finished(next);
+                runner[0] = System.nanoTime() - w0;
+                runner[1] = WorkerGate.clock() - c0;
+            });
+            t.start();
+            Thread.sleep(50);
+            region.resume();
+            t.join();
+            assertThat(runner[0])
+                    .as("the runner's wall time, ns")
+                    .isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+            assertThat(runner[1])
+                    .as("its run time counted, ns (wall %d)", runner[0])
+                    .isLessThan(TimeUnit.MILLISECONDS.toNanos(5));
+        } finally {
+            WorkerGate.timing = before;
+        }
+    }
 }
