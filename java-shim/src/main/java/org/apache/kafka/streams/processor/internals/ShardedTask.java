@@ -69,8 +69,6 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
     final RecordTimes times;
 
     private final int maxBacklog;
-    /** {@link RoomWait#polls} when {@link #processable} was last asked (StreamThread only). */
-    private long askedAtPoll = -1;
     /** Which failures of a record's parallel part are retried on its key's lane; null: none. */
     final RetryPolicy retry;
     /** The ordered hand-back into the serial region; null if the task has none. */
@@ -323,8 +321,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
 
     /**
      * StreamTask.isProcessable exit, given what stock decided: a task at its cap (scheduler or
-     * serial backlog) is not processable, nor any while its StreamThread is due a poll because a
-     * task waits for input ({@link RoomWait#pollDue}). A task a worker failed throws that failure here, from
+     * serial backlog) is not processable. A task a worker failed throws that failure here, from
      * StreamTask.process, once none of its records runs: stock would have thrown it from the same
      * call while processing the record, and a task that receives no further record would otherwise
      * keep it until its next commit or close (up to commit.interval.ms later).
@@ -334,9 +331,6 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         if (stock && order != null) {
             readPartitionTimes(group);
         }
-        if (!stock) {
-            RoomWait.waitingForInput();
-        }
         if (shard == null) {
             return stock;
         }
@@ -345,10 +339,7 @@ public final class ShardedTask implements StreamShardMetrics.TaskView {
         } catch (RuntimeException e) {
             throw failure.atIsProcessable(e);
         }
-        long polls = RoomWait.polls();
-        boolean askedSincePoll = polls == askedAtPoll;
-        askedAtPoll = polls;
-        if (!stock || (askedSincePoll && RoomWait.pollDue())) {
+        if (!stock) {
             return false;
         }
         if (order != null) {
