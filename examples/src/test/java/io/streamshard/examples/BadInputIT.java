@@ -296,7 +296,7 @@ class BadInputIT {
         // pauses; the pause's wait followed by a whole drain took two drain timeouts.
         assertThat(failedAfterMs)
                 .as("ms from the stuck serial part's start to the StreamThread's failure")
-                .isBetween(drainTimeoutMs, drainTimeoutMs * 3 / 2);
+                .isBetween(drainTimeoutMs, drainTimeoutMs * 5 / 3);
         assertThat(Inputs.causedBy(
                         root,
                         c -> c instanceof DrainTimeoutException
