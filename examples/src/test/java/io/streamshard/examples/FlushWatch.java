@@ -116,6 +116,14 @@ final class FlushWatch implements KeyValueStore<Bytes, byte[]> {
         inner.init(context, root);
     }
 
+    /**
+     * Kafka Streams 3.9's abstract, deprecated form (gone in 4.0); 3.9 calls the one above, whose
+     * default would call this.
+     */
+    public void init(org.apache.kafka.streams.processor.ProcessorContext context, StateStore root) {
+        throw new UnsupportedOperationException("Kafka Streams calls init(StateStoreContext, StateStore)");
+    }
+
     @Override
     public void close() {
         inner.close();
